@@ -1,0 +1,1 @@
+"""Posttrain's control plane: the Django project (API, tenancy, files, jobs, billing)."""

@@ -1,0 +1,79 @@
+"""Sending an attempt to its pool's queue: the platform side of the ``TrainJob`` contract."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from posttrain_server.jobs.models import Attempt, FineTuningJob
+from workers import contract
+
+
+def new_attempt_token() -> tuple[str, str]:
+    """(token for the message, hash for the row): only the hash is stored."""
+    token = secrets.token_urlsafe(32)
+    return token, hashlib.sha256(token.encode()).hexdigest()
+
+
+def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.TrainJob:
+    training = job.training
+    hyper = job.method["supervised"]["hyperparameters"]
+    return contract.TrainJob(
+        job_id=job.id,
+        attempt=attempt.number,
+        attempt_id=attempt.id,
+        attempt_token=token,
+        pool=job.pool,
+        gpus=training.get("gpus", 1),
+        method=job.method_type,
+        base_model=contract.ModelRef.model_validate(job.base_model),
+        training_file=job.training_file.storage_key,
+        validation_file=job.validation_file.storage_key if job.validation_file else None,
+        hyperparameters=contract.TrainHyperparameters(
+            n_epochs=hyper["n_epochs"], batch_size=hyper["batch_size"],
+            learning_rate=training["learning_rate"],
+            max_seq_length=training["max_seq_length"],
+            warmup_ratio=training.get("warmup_ratio", 0.0),
+            lr_scheduler=training.get("lr_scheduler", "linear"),
+            logging_steps=training.get("logging_steps", 5),
+            checkpoint_every_steps=training.get("checkpoint_every_steps", 50),
+        ),
+        lora=contract.LoraSpec(**training["lora"]) if training["type"] == "lora" else None,
+        seed=job.seed,
+        eval_samples=training["eval_samples"],
+        resume_from_checkpoint=attempt.resume_from_key or None,
+        resume_trained_tokens=attempt.resume_trained_tokens,
+        platform_url=settings.PLATFORM_URL,
+    )
+
+
+def send_train_message(message: contract.TrainJob) -> None:
+    from posttrain_server.celery_app import app
+
+    app.send_task(contract.TRAIN_TASK, args=[message.model_dump(mode="json")],
+                  queue=contract.train_queue(message.pool))
+
+
+def dispatch_on_commit(job: FineTuningJob, attempt: Attempt, token: str) -> None:
+    """Queue the attempt once the transaction that wrote it commits (never on rollback)."""
+    message = train_message(job, attempt, token)
+    transaction.on_commit(lambda: send_train_message(message))
+
+
+def redispatch(attempt: Attempt) -> None:
+    """Send an unclaimed attempt again (the broker may have lost it) under a fresh token.
+
+    The old token stops working, so a late copy of the old message claims nothing.
+    """
+    token, token_hash = new_attempt_token()
+    with transaction.atomic():
+        updated = Attempt.objects.filter(id=attempt.id, status=attempt.status,
+                                         dispatched_at=attempt.dispatched_at).update(
+            token_hash=token_hash, dispatched_at=timezone.now())
+        if updated:
+            attempt.refresh_from_db()
+            dispatch_on_commit(attempt.job, attempt, token)

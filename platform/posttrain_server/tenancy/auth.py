@@ -1,0 +1,41 @@
+"""Bearer API-key authentication for every ``/v1`` route."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from posttrain_server.tenancy.models import ApiKey, Organization
+from posttrain_server.tenancy.services import api_key_authenticate
+
+
+@dataclass(frozen=True)
+class OrgPrincipal:
+    """Who is calling: an organization, through one of its keys."""
+
+    organization: Organization
+    api_key: ApiKey | None = None
+    is_authenticated: bool = True
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[OrgPrincipal, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise exceptions.AuthenticationFailed("Expected 'Authorization: Bearer <API key>'.")
+        api_key = api_key_authenticate(secret.strip())
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("Incorrect or revoked API key provided.")
+        return OrgPrincipal(organization=api_key.organization, api_key=api_key), api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+def organization_of(request: Request) -> Organization:
+    return request.user.organization

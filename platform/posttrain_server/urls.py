@@ -1,0 +1,39 @@
+"""Routes: the OpenAI-compatible API under /v1, worker endpoints under /internal, docs."""
+
+from django.contrib import admin
+from django.http import JsonResponse
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from posttrain_server.files import api as files_api
+from posttrain_server.jobs import api as jobs_api
+from posttrain_server.jobs import internal_api
+
+
+def healthz(request):  # noqa: ARG001 - Django view signature
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("v1/files", files_api.FileListView.as_view()),
+    path("v1/files/<str:file_id>", files_api.FileDetailView.as_view()),
+    path("v1/files/<str:file_id>/content", files_api.FileContentView.as_view()),
+    path("v1/fine_tuning/jobs", jobs_api.JobListView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>", jobs_api.JobDetailView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/cancel", jobs_api.JobCancelView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/events", jobs_api.JobEventsView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/checkpoints", jobs_api.JobCheckpointsView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/checkpoints/<str:checkpoint_id>/content",
+         jobs_api.CheckpointContentView.as_view()),
+    path("v1/models", jobs_api.ModelListView.as_view()),
+    path("v1/models/<path:model>/content", jobs_api.ModelContentView.as_view()),
+    path("v1/models/<path:model>", jobs_api.ModelDetailView.as_view()),
+    path("internal/attempts/<str:attempt_id>/claim", internal_api.AttemptClaimView.as_view()),
+    path("internal/attempts/<str:attempt_id>/heartbeat",
+         internal_api.AttemptHeartbeatView.as_view()),
+    path("openapi.json", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("redoc", SpectacularRedocView.as_view(url_name="schema")),
+    path("healthz", healthz),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,42 @@
+"""The training workers' Celery app: no Django, no database, one pool's queue.
+
+Start: ``POSTTRAIN_POOL=cpu python -m celery -A workers.celery_app worker -Q train.cpu
+--concurrency 1 --prefetch-multiplier 1``. One job per worker process; the trainer itself runs
+in a child process so a crash or OOM never takes the worker down.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Celery
+
+from workers import contract, env
+from workers.celery_config import celery_settings
+
+logger = logging.getLogger("posttrain.worker")
+
+POOL = env.env_str("POSTTRAIN_POOL", "cpu")
+
+app = Celery("posttrain_workers")
+app.conf.update(celery_settings())
+app.conf.task_default_queue = contract.train_queue(POOL)
+
+
+@app.task(name=contract.TRAIN_TASK, acks_late=True)
+def train(message: dict) -> None:
+    from pydantic import ValidationError
+
+    from workers.runner import run_attempt
+
+    try:
+        job = contract.TrainJob.model_validate(message)
+    except ValidationError:
+        logger.exception("dropping a TrainJob message that does not match contract v1")
+        return
+    run_attempt(job, publish=publish_event)
+
+
+def publish_event(event: contract.JobEvent) -> None:
+    app.send_task(contract.EVENT_TASK, args=[event.model_dump(mode="json")],
+                  queue=contract.PLATFORM_QUEUE)

@@ -1,0 +1,130 @@
+"""The message contract between the platform and the training workers (version 1).
+
+Both sides import this module and nothing else of each other. Workers hold no database
+credentials: they receive a ``TrainJob``, claim and heartbeat their attempt over the platform's
+internal HTTP endpoints (authenticated by the per-attempt token in the message) and report
+everything else as ``JobEvent`` messages on the ``platform`` queue.
+
+Compatibility rules: unknown fields are ignored (``extra="ignore"``), so adding an optional
+field is not a breaking change. A breaking change is a new model version *and* a new task name
+(``posttrain.train.v2``), so old workers never receive messages they cannot parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TRAIN_TASK = "posttrain.train.v1"
+EVENT_TASK = "posttrain.job_event.v1"
+VALIDATE_FILE_TASK = "posttrain.validate_file.v1"
+REAP_TASK = "posttrain.reap.v1"
+PLATFORM_QUEUE = "platform"
+
+EventType = Literal["message", "metrics", "checkpoint", "finished"]
+TerminalStatus = Literal["succeeded", "failed", "cancelled"]
+
+
+def train_queue(pool: str) -> str:
+    """Each pool has its own queue so a worker only ever receives work for its hardware."""
+    return f"train.{pool}"
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class ModelRef(_Message):
+    """Where the trainer finds the starting weights.
+
+    ``builtin``: a model the worker builds locally by name (no hub needed);
+    ``path``: a folder on the worker's filesystem; ``hf``: a Hugging Face id, loaded from the
+    local cache only; ``storage``: an archive in object storage (a previous job's result).
+    """
+
+    kind: Literal["builtin", "path", "hf", "storage"]
+    ref: str
+    # For ``storage`` refs that hold only a LoRA adapter: the base model it applies to.
+    base: ModelRef | None = None
+
+
+class LoraSpec(_Message):
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] | str = "all-linear"
+
+
+class TrainHyperparameters(_Message):
+    n_epochs: int
+    batch_size: int
+    learning_rate: float
+    warmup_ratio: float = 0.0
+    lr_scheduler: str = "linear"
+    max_seq_length: int = 512
+    logging_steps: int = 5
+    checkpoint_every_steps: int = 50
+
+
+class TrainJob(_Message):
+    """One attempt of one job: everything a worker needs, nothing it must look up."""
+
+    version: Literal[1] = 1
+    job_id: str
+    attempt: int
+    attempt_id: str
+    attempt_token: str
+    pool: str
+    gpus: int = 1
+    method: Literal["supervised"] = "supervised"
+    base_model: ModelRef
+    training_file: str  # storage key
+    validation_file: str | None = None  # storage key; None: hold out a slice of training data
+    hyperparameters: TrainHyperparameters
+    lora: LoraSpec | None = None  # None means full fine-tuning
+    seed: int = 0
+    eval_samples: int = 200
+    resume_from_checkpoint: str | None = None  # storage key of a checkpoint archive
+    resume_trained_tokens: int = 0
+    platform_url: str
+
+
+class JobEvent(_Message):
+    """Everything a worker reports. ``(job_id, attempt, seq)`` makes re-delivery harmless."""
+
+    version: Literal[1] = 1
+    job_id: str
+    attempt: int
+    seq: int = Field(ge=0)
+    type: EventType
+    level: Literal["info", "warn", "error"] = "info"
+    message: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    created_at: float
+
+
+class FinishedData(_Message):
+    """The ``data`` of the last event of an attempt: the terminal status and what it used.
+
+    The platform applies it, the usage and the bill in one transaction.
+    """
+
+    status: TerminalStatus
+    error: dict[str, Any] | None = None
+    trained_tokens: int = 0
+    device_seconds: float = 0.0
+    eval_metric: str | None = None
+    eval_before: float | None = None
+    eval_after: float | None = None
+    adapter_key: str | None = None
+    adapter_kind: Literal["lora", "full"] | None = None
+    last_checkpoint_key: str | None = None
+    steps: int = 0
+
+
+class CheckpointData(_Message):
+    step: int
+    key: str
+    trained_tokens: int
+    metrics: dict[str, float] = Field(default_factory=dict)

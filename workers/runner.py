@@ -1,0 +1,247 @@
+"""One attempt of one job, on this worker: claim, fetch, train in a child, report, upload.
+
+The trainer runs as a child process (``python -m workers.trainer.sft``) that prints one JSON
+object per line on stdout. This process owns everything the child should not: the lease
+(heartbeats), cancellation (a stop-flag file the trainer checks every step), uploads to
+object storage, and the events sent to the platform. A crash or OOM of the child becomes a
+``failed`` result with the end of its log, never a dead worker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from workers import contract, env
+from workers.model_store import ModelUnavailable, materialize
+from workers.storage import LocalStorage, default_storage
+
+logger = logging.getLogger("posttrain.worker")
+
+Publish = Callable[[contract.JobEvent], None]
+
+
+class PlatformClient:
+    """The worker's only synchronous link to the platform: claim and heartbeat."""
+
+    def __init__(self, job: contract.TrainJob) -> None:
+        self._base = f"{job.platform_url.rstrip('/')}/internal/attempts/{job.attempt_id}"
+        self._headers = {"Authorization": f"Bearer {job.attempt_token}"}
+
+    def _post(self, action: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        return httpx.post(f"{self._base}/{action}", json=body or {}, headers=self._headers,
+                          timeout=10.0)
+
+    def claim(self, worker: str) -> bool:
+        for delay in (0.5, 1, 2, 4, 8):  # the platform may be restarting
+            try:
+                response = self._post("claim", {"worker": worker})
+            except httpx.TransportError:
+                time.sleep(delay)
+                continue
+            return response.status_code == 200
+        return False
+
+    def heartbeat(self) -> dict[str, Any] | None:
+        """The platform's answer; {} when it could not be reached (keep going, retry later)."""
+        try:
+            response = self._post("heartbeat")
+        except httpx.TransportError:
+            return {}
+        if response.status_code == 409:
+            return None
+        return response.json() if response.status_code == 200 else {}
+
+
+class Reporter:
+    """Numbers every event of the attempt, so the platform can apply each exactly once."""
+
+    def __init__(self, job: contract.TrainJob, publish: Publish) -> None:
+        self.job, self.publish, self.seq = job, publish, 0
+
+    def send(self, type_: contract.EventType, message: str, data: dict[str, Any] | None = None,
+             level: str = "info") -> None:
+        event = contract.JobEvent(job_id=self.job.job_id, attempt=self.job.attempt, seq=self.seq,
+                                  type=type_, level=level, message=message, data=data or {},
+                                  created_at=time.time())
+        self.seq += 1
+        self.publish(event)
+
+
+def _reader(stream: Any, out: queue.Queue) -> None:
+    for line in stream:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            out.put(json.loads(line))
+        except json.JSONDecodeError:
+            logger.info("trainer: %s", line)
+    out.put(None)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def run_attempt(job: contract.TrainJob, *, publish: Publish,
+                heartbeat_interval: float | None = None) -> str | None:
+    """Run one attempt to its end; returns the terminal status sent, or None if not claimed."""
+    client = PlatformClient(job)
+    worker = f"{contract.train_queue(job.pool)}@{socket.gethostname()}:{os.getpid()}"
+    if not client.claim(worker):
+        logger.info("attempt %s of %s not granted; another worker has it or it was cancelled",
+                    job.attempt, job.job_id)
+        return None
+    interval = heartbeat_interval or env.env_float("POSTTRAIN_HEARTBEAT_INTERVAL_S", 2.0,
+                                                   minimum=0.1)
+    reporter = Reporter(job, publish)
+    storage = default_storage()
+    workdir = Path(env.env_str("POSTTRAIN_WORK_DIR", str(env.var_dir() / "work"))) / (
+        f"{job.job_id}-{job.attempt}")
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    started = time.monotonic()
+    result: dict[str, Any] = {"status": "failed", "error": None}
+    try:
+        result = _train(job, client, reporter, storage, workdir, interval)
+    except ModelUnavailable as exc:
+        result = {"status": "failed", "error": {"code": "model_unavailable", "message": str(exc),
+                                                "param": "model"}}
+    except Exception as exc:  # the job fails with a reason; the worker lives on
+        logger.exception("attempt %s of %s failed", job.attempt, job.job_id)
+        result = {"status": "failed", "error": {"code": "worker_error", "param": None,
+                                                "message": f"{type(exc).__name__}: {exc}"}}
+    finished = contract.FinishedData(
+        device_seconds=round((time.monotonic() - started) * job.gpus, 3), **result)
+    reporter.send("finished", f"Attempt {job.attempt} finished: {finished.status}",
+                  finished.model_dump(mode="json"),
+                  level="error" if finished.status == "failed" else "info")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return finished.status
+
+
+def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
+           storage: LocalStorage, workdir: Path, interval: float) -> dict[str, Any]:
+    source = materialize(job.base_model, workdir, storage)
+    train_path = storage.download(job.training_file, workdir / "train.jsonl")
+    valid_path = (storage.download(job.validation_file, workdir / "validation.jsonl")
+                  if job.validation_file else None)
+    resume_dir = None
+    if job.resume_from_checkpoint:
+        step = job.resume_from_checkpoint.rsplit("step-", 1)[-1].removesuffix(".tar")
+        resume_dir = storage.download_dir(job.resume_from_checkpoint,
+                                          workdir / "output" / f"checkpoint-{step}")
+    stop_flag = workdir / "stop"
+    spec = {
+        "model_dir": str(source.model_dir),
+        "adapter_dirs": [str(path) for path in source.adapter_dirs],
+        "train_path": str(train_path),
+        "validation_path": str(valid_path) if valid_path else None,
+        "output_dir": str(workdir / "output"),
+        "final_dir": str(workdir / "final"),
+        "resume_dir": str(resume_dir) if resume_dir else None,
+        "resume_trained_tokens": job.resume_trained_tokens,
+        "stop_flag": str(stop_flag),
+        "hyperparameters": job.hyperparameters.model_dump(),
+        "lora": job.lora.model_dump() if job.lora else None,
+        "seed": job.seed,
+        "eval_samples": job.eval_samples,
+    }
+    spec_path = workdir / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    log_path = workdir / "trainer.log"
+    reporter.send("message", f"Training started: {job.method}, "
+                  f"{'LoRA r=' + str(job.lora.r) if job.lora else 'full fine-tuning'}, "
+                  f"{job.hyperparameters.n_epochs} epochs, batch {job.hyperparameters.batch_size}")
+    with log_path.open("wb") as log:
+        child = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+            [sys.executable, "-m", "workers.trainer.sft", str(spec_path)],
+            stdout=subprocess.PIPE, stderr=log, text=True, cwd=env.repo_root(),
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
+        )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(child.stdout, lines), daemon=True).start()
+    done: dict[str, Any] | None = None
+    last_checkpoint: str | None = None
+    stop_reason: str | None = None
+    next_beat = time.monotonic() + interval
+    while True:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            line = ...
+        if line is None:
+            break
+        if isinstance(line, dict):
+            kind = line.pop("type", None)
+            if kind == "metrics":
+                text = ", ".join(f"{k}={_fmt(line[k])}" for k in ("train_loss",
+                                 "train_mean_token_accuracy") if line.get(k) is not None)
+                reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
+                              f"{text}", line)
+            elif kind == "checkpoint":
+                key = f"jobs/{job.job_id}/checkpoints/step-{line['step']}.tar"
+                storage.upload_dir(key, Path(line["dir"]))
+                last_checkpoint = key
+                data = contract.CheckpointData(step=line["step"], key=key,
+                                               trained_tokens=line["trained_tokens"],
+                                               metrics=line.get("metrics", {}))
+                reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}",
+                              data.model_dump())
+            elif kind == "eval":
+                reporter.send("message", f"Eval {line['phase']}: {line['metric']}="
+                              f"{line['score']:.4f} on {line['samples']} held-out examples",
+                              line)
+            elif kind == "done":
+                done = line
+        if time.monotonic() >= next_beat and stop_reason is None:
+            next_beat = time.monotonic() + interval
+            state = client.heartbeat()
+            if state is None:
+                stop_reason = "lease_lost"
+            elif state.get("cancel_requested"):
+                stop_reason = "cancelled"
+            if stop_reason:
+                stop_flag.touch()
+                reporter.send("message", "Stopping at the next step: "
+                              + ("cancellation requested" if stop_reason == "cancelled"
+                                 else "this worker lost the job's lease"))
+    returncode = child.wait()
+    if done is None or returncode != 0:
+        return {"status": "failed", "last_checkpoint_key": last_checkpoint,
+                "error": {"code": "trainer_crashed", "param": None,
+                          "message": f"trainer exited with code {returncode}: "
+                                     f"{_tail(log_path)}"}}
+    common = {"trained_tokens": done["trained_tokens"], "steps": done["steps"],
+              "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
+              "eval_after": done.get("eval_after"), "last_checkpoint_key": last_checkpoint}
+    if done["stopped"]:
+        status = "cancelled" if stop_reason == "cancelled" else "failed"
+        error = None if status == "cancelled" else {
+            "code": "lease_lost", "param": None, "message": "the worker lost the job's lease"}
+        return {"status": status, "error": error, **common}
+    adapter_key = f"jobs/{job.job_id}/model.tar"
+    storage.upload_dir(adapter_key, Path(done["final_dir"]))
+    return {"status": "succeeded", "adapter_key": adapter_key,
+            "adapter_kind": "lora" if job.lora else "full", **common}

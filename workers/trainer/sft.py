@@ -1,0 +1,205 @@
+"""The supervised fine-tuning trainer: one self-contained run, top to bottom.
+
+Runs as a child process of the worker: ``python -m workers.trainer.sft SPEC.json``. It reads
+its whole configuration from the spec file, prints one JSON object per line on stdout
+(metrics, checkpoint, eval, done) and logs everything else to stderr. It knows nothing of
+the platform, the broker or storage; the worker process handles those.
+
+Steps: load the starting model (merging earlier adapters), score it on held-out examples,
+train with TRL's ``SFTTrainer`` (PEFT LoRA unless full fine-tuning was asked), checkpoint
+every N steps and whenever the stop flag appears (cancel), score the result, save it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+from workers.trainer.evaluation import exact_match
+
+EVAL_METRIC = "exact_match"
+
+
+def emit(kind: str, **data: Any) -> None:
+    print(json.dumps({"type": kind, **data}), flush=True)
+
+
+def load_rows(path: str | None) -> list[dict[str, Any]]:
+    if not path:
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                # Only role and content reach the chat template; other keys (OpenAI's
+                # per-message weight, tool fields) would break strict templates.
+                rows.append({"messages": [{"role": m["role"], "content": m["content"]}
+                                          for m in row["messages"]]})
+    return rows
+
+
+def split_eval(train: list[dict], validation: list[dict], samples: int, seed: int
+               ) -> tuple[list[dict], list[dict]]:
+    """Held-out rows to score: the validation file, else a seeded slice kept out of training."""
+    if samples <= 0:
+        return train, []
+    if validation:
+        return train, validation[:samples]
+    holdout = min(samples, len(train) // 10)
+    shuffled = list(train)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled[holdout:], shuffled[:holdout]
+
+
+class PlatformCallback(TrainerCallback):
+    """Reports metrics and checkpoints, and stops cooperatively when the flag file appears."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.stop_flag = Path(spec["stop_flag"])
+        self.resume_tokens = int(spec.get("resume_trained_tokens", 0))
+        self.started = time.monotonic()
+        self.stopped = False
+        self.trainer: Any = None
+        self.last_metrics: dict[str, float] = {}
+
+    def attempt_tokens(self) -> int:
+        # TRL counts real (non-padding) tokens, gathered over ranks; it restarts at 0 on
+        # resume, which is what we want per attempt (TRAINING_NOTES.md).
+        return int(getattr(self.trainer, "_total_train_tokens", 0))
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+        if self.stop_flag.exists() and not self.stopped:
+            self.stopped = True
+            control.should_training_stop = True
+            control.should_save = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001, ANN201
+        if not state.is_world_process_zero or not logs or "loss" not in logs:
+            return control
+        tokens = self.attempt_tokens()
+        self.last_metrics = {"train_loss": float(logs["loss"])}
+        if "mean_token_accuracy" in logs:
+            self.last_metrics["train_mean_token_accuracy"] = float(logs["mean_token_accuracy"])
+        emit("metrics", step=state.global_step, total_steps=state.max_steps,
+             epoch=round(float(state.epoch or 0), 4),
+             learning_rate=float(logs.get("learning_rate", 0.0)),
+             trained_tokens=self.resume_tokens + tokens, attempt_trained_tokens=tokens,
+             elapsed_s=round(time.monotonic() - self.started, 3), **self.last_metrics)
+        return control
+
+    def on_save(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+        if state.is_world_process_zero:
+            emit("checkpoint", step=state.global_step,
+                 dir=str(Path(args.output_dir) / f"checkpoint-{state.global_step}"),
+                 trained_tokens=self.resume_tokens + self.attempt_tokens(),
+                 metrics=self.last_metrics)
+        return control
+
+
+def load_model(spec: dict[str, Any], dtype: torch.dtype) -> tuple[Any, Any]:
+    tokenizer = AutoTokenizer.from_pretrained(spec["model_dir"])
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], dtype=dtype)
+    for adapter_dir in spec.get("adapter_dirs", []):
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    return model, tokenizer
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    hyper = spec["hyperparameters"]
+    seed = int(spec["seed"])
+    random.seed(seed)
+    torch.manual_seed(seed)
+    on_gpu = torch.cuda.is_available()
+    bf16 = on_gpu and torch.cuda.is_bf16_supported()
+    model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
+    if on_gpu:
+        model = model.to("cuda")
+
+    train_rows, eval_rows = split_eval(load_rows(spec["train_path"]),
+                                       load_rows(spec.get("validation_path")),
+                                       int(spec["eval_samples"]), seed)
+    result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
+    if eval_rows:
+        before = exact_match(model, tokenizer, eval_rows)
+        result["eval_before"] = before
+        emit("eval", phase="before", metric=EVAL_METRIC, score=before, samples=len(eval_rows))
+
+    lora = spec.get("lora")
+    peft_config = None
+    if lora:
+        peft_config = LoraConfig(r=lora["r"], lora_alpha=lora["alpha"],
+                                 lora_dropout=lora["dropout"],
+                                 target_modules=lora["target_modules"], task_type="CAUSAL_LM")
+    template = tokenizer.chat_template or ""
+    config = SFTConfig(
+        output_dir=spec["output_dir"],
+        num_train_epochs=hyper["n_epochs"],
+        per_device_train_batch_size=hyper["batch_size"],
+        learning_rate=hyper["learning_rate"],
+        lr_scheduler_type=hyper["lr_scheduler"],
+        warmup_steps=float(hyper["warmup_ratio"]),  # a float below 1 is a ratio
+        logging_steps=hyper["logging_steps"],
+        save_strategy="steps",
+        save_steps=hyper["checkpoint_every_steps"],
+        seed=seed,
+        data_seed=seed,
+        max_length=hyper["max_seq_length"],
+        # CPU settings from TRAINING_NOTES.md: bf16 off, no gradient checkpointing on small
+        # models, packing off (slower without flash attention).
+        bf16=bf16,
+        use_cpu=not on_gpu,
+        gradient_checkpointing=False,
+        packing=False,
+        assistant_only_loss="{% generation %}" in template,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    callback = PlatformCallback(spec)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
+                         processing_class=tokenizer, peft_config=peft_config,
+                         callbacks=[callback])
+    callback.trainer = trainer
+    trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+    result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
+                  stopped=callback.stopped)
+    if callback.stopped:
+        return result
+    final_dir = Path(spec["final_dir"])
+    trainer.save_model(str(final_dir))
+    tokenizer.save_pretrained(str(final_dir))
+    if eval_rows:
+        after = exact_match(trainer.model, tokenizer, eval_rows)
+        result["eval_after"] = after
+        emit("eval", phase="after", metric=EVAL_METRIC, score=after, samples=len(eval_rows))
+    result["final_dir"] = str(final_dir)
+    return result
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    result = run(spec)
+    emit("done", **result)
+
+
+if __name__ == "__main__":
+    main()
