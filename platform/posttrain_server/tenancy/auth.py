@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -39,3 +40,14 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 def organization_of(request: Request) -> Organization:
     return request.user.organization
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents the Bearer API key in the OpenAPI schema."""
+
+    target_class = "posttrain_server.tenancy.auth.ApiKeyAuthentication"
+    name = "ApiKeyAuth"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer",
+                "description": "An API key from `manage.py create_api_key` (pt-...)"}
