@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from devstack import ROOT, Stack, prepare
+from devstack import ROOT, Stack, prepare, sigterm_as_interrupt
 
 sys.path.insert(0, str(ROOT))
 
@@ -26,19 +26,23 @@ from workers import env  # noqa: E402
 from workers.tinymodel import build_tiny_model  # noqa: E402
 from workers.toytask import addition_rows, write_jsonl  # noqa: E402
 
-# The demo recipe, measured on a 2-core CPU (see README, "The demo job"): full fine-tuning of
-# the randomly initialised tiny model on two-digit addition. LoRA on random weights barely
-# learns (TRAINING_NOTES.md), so the demo asks for full fine-tuning explicitly.
-DEMO_TRAIN_ROWS = 4000
+# The demo recipe, measured on a 2-core CPU (README, "The demo job"): full fine-tuning of the
+# randomly initialised tiny model on two-digit addition. LoRA on random weights barely learns
+# (TRAINING_NOTES.md), and a model that has never seen digits learns much faster when the loss
+# also covers the prompt (83% vs 11% held-out with assistant-only loss, same budget).
+DEMO_TRAIN_ROWS = 9000
 DEMO_VALIDATION_ROWS = 500
 DEMO_JOB: dict[str, Any] = {
     "model": "posttrain-tiny",
     "suffix": "addition",
     "seed": 1,
     "training_type": "full",
+    "assistant_only_loss": False,
+    "lr_scheduler": "cosine",
+    "max_seq_length": 64,
     "eval_samples": DEMO_VALIDATION_ROWS,
     "method": {"type": "supervised", "supervised": {"hyperparameters": {
-        "n_epochs": 6, "batch_size": 64, "learning_rate_multiplier": 1.0}}},
+        "n_epochs": 4, "batch_size": 32, "learning_rate_multiplier": 1.0}}},
     "metadata": {"source": "make demo"},
 }
 
@@ -54,13 +58,25 @@ def create_key() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def follow(client: httpx.Client, job_id: str) -> dict[str, Any]:
+def show(event: dict[str, Any]) -> None:
+    """Print an event; metrics only every ~10% of the run, so the story stays readable."""
+    data = event.get("data") or {}
+    if event["type"] == "metrics":
+        step, total = data.get("step", 0), data.get("total_steps", 0)
+        every = max(1, total // 10)
+        if total and step % every >= max(1, total // 100) and step != total:
+            return
+    print(f"    [{event['type']:7}] {event['message']}", flush=True)
+
+
+def follow(client: httpx.Client, job_id: str, stack: Stack) -> dict[str, Any]:
     after = None
     while True:
+        stack.check_alive()
         params = {"order": "asc", "limit": 100, **({"after": after} if after else {})}
         page = client.get(f"/fine_tuning/jobs/{job_id}/events", params=params).json()
         for event in page["data"]:
-            print(f"    [{event['type']:7}] {event['message']}", flush=True)
+            show(event)
         if page["data"]:
             after = page["last_id"]
         job = client.get(f"/fine_tuning/jobs/{job_id}").json()
@@ -69,7 +85,7 @@ def follow(client: httpx.Client, job_id: str) -> dict[str, Any]:
             tail = client.get(f"/fine_tuning/jobs/{job_id}/events",
                               params={"order": "asc", "after": after}).json()["data"]
             for event in tail:
-                print(f"    [{event['type']:7}] {event['message']}", flush=True)
+                show(event)
             return job
         time.sleep(1.0)
 
@@ -112,6 +128,7 @@ def summary(job: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    sigterm_as_interrupt()
     port = int(os.environ.get("PORT", "8000"))
     say("migrating the embedded database (SQLite under var/)")
     prepare()
@@ -143,7 +160,7 @@ def main() -> None:
             **DEMO_JOB, "training_file": train["id"], "validation_file": valid["id"]},
         ).raise_for_status().json()
         say(f"created {job['id']} on pool '{job['pool']}'; following its events")
-        job = follow(client, job["id"])
+        job = follow(client, job["id"], stack)
         print("\n" + summary(job) + "\n", flush=True)
         if os.environ.get("DEMO_EXIT"):
             return

@@ -41,6 +41,7 @@ class Stack:
     log_dir: Path | None = None
     web_workers: int = 2
     processes: list[subprocess.Popen] = field(default_factory=list)
+    named: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -54,9 +55,11 @@ class Stack:
             out = (self.log_dir / f"{name}.log").open("ab")
         else:
             out = None
-        self.processes.append(subprocess.Popen(  # noqa: S603 - fixed argument lists
+        process = subprocess.Popen(  # noqa: S603 - fixed argument lists
             args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
-            start_new_session=True))
+            start_new_session=True)
+        self.processes.append(process)
+        self.named[name] = process
 
     def start(self, *, timeout: float = 60.0) -> Stack:
         pythonpath = os.pathsep.join([str(ROOT / "platform"), str(ROOT)])
@@ -70,19 +73,34 @@ class Stack:
             "-Q", "platform", "-n", f"platform-{self.port}@%h", "--concurrency", "2",
             "--loglevel", "INFO", "-s", str(Path(self.env.get("POSTTRAIN_VAR_DIR", ROOT / "var"))
                                             / f"celerybeat-{self.port}")])
-        self._spawn(f"worker-{self.pool}", [
+        self.start_training_worker()
+        self.wait_ready(timeout)
+        return self
+
+    def start_training_worker(self) -> None:
+        self._spawn("training-worker", [
             PYTHON, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q",
             f"train.{self.pool}", "-n", f"train-{self.pool}-{self.port}@%h", "--concurrency",
             "1", "--prefetch-multiplier", "1", "--loglevel", "INFO"], POSTTRAIN_POOL=self.pool)
-        self.wait_ready(timeout)
-        return self
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a process and everything it started (a crashed node, for fault tests)."""
+        process = self.named.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        self.processes.remove(process)
+
+    def check_alive(self) -> None:
+        """Raise if a process of the stack has died (its log says why)."""
+        for process in self.processes:
+            if process.poll() is not None:
+                raise RuntimeError(f"{' '.join(map(str, process.args[:5]))} exited with code "
+                                   f"{process.returncode}; see {self.log_dir or 'its output'}")
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for process in self.processes:
-                if process.poll() is not None:
-                    raise RuntimeError(f"{process.args[:4]} exited with {process.returncode}")
+            self.check_alive()
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
                     return
@@ -103,6 +121,7 @@ class Stack:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self.processes.clear()
+        self.named.clear()
 
     def __enter__(self) -> Stack:
         return self.start()
@@ -111,7 +130,17 @@ class Stack:
         self.stop()
 
 
+def sigterm_as_interrupt() -> None:
+    """``kill`` (SIGTERM) stops the stack as cleanly as Ctrl-C does."""
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise)
+
+
 def main() -> None:
+    sigterm_as_interrupt()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--pool", default=os.environ.get("POSTTRAIN_POOL", "cpu"))

@@ -18,7 +18,7 @@ logger = logging.getLogger("posttrain.worker")
 
 POOL = env.env_str("POSTTRAIN_POOL", "cpu")
 
-app = Celery("posttrain_workers")
+app = Celery("posttrain_workers", fixups=[])  # never Celery's Django fix-up
 app.conf.update(celery_settings())
 app.conf.task_default_queue = contract.train_queue(POOL)
 

@@ -36,6 +36,9 @@ def filesystem_broker_options(var_dir: Path) -> dict[str, Any]:
 def celery_settings() -> dict[str, Any]:
     url = env.broker_url()
     if url.startswith("filesystem://"):
+        from workers import fs_transport
+
+        url = fs_transport.register()  # same folders, atomic writes
         transport_options = filesystem_broker_options(env.var_dir())
     else:
         transport_options = {"visibility_timeout": VISIBILITY_TIMEOUT_S}

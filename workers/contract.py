@@ -63,8 +63,8 @@ class TrainHyperparameters(_Message):
     warmup_ratio: float = 0.0
     lr_scheduler: str = "linear"
     max_seq_length: int = 512
-    logging_steps: int = 5
-    checkpoint_every_steps: int = 50
+    logging_steps: int = 0  # 0: about 100 metrics events per job
+    checkpoint_every_steps: int = 0  # 0: about 10 checkpoints per job
 
 
 class TrainJob(_Message):
@@ -84,6 +84,7 @@ class TrainJob(_Message):
     hyperparameters: TrainHyperparameters
     lora: LoraSpec | None = None  # None means full fine-tuning
     seed: int = 0
+    assistant_only_loss: bool = True
     eval_samples: int = 200
     resume_from_checkpoint: str | None = None  # storage key of a checkpoint archive
     resume_trained_tokens: int = 0

@@ -80,7 +80,7 @@ def chat_row_errors(row: dict[str, Any]) -> list[str]:
             errors.append(f"{where} must be an object")
             continue
         role = message.get("role")
-        if role not in CHAT_ROLES:
+        if not isinstance(role, str) or role not in CHAT_ROLES:
             errors.append(
                 f"{where}.role {role!r} is not one of {', '.join(sorted(CHAT_ROLES))}"
             )

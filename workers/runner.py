@@ -166,6 +166,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         "hyperparameters": job.hyperparameters.model_dump(),
         "lora": job.lora.model_dump() if job.lora else None,
         "seed": job.seed,
+        "assistant_only_loss": job.assistant_only_loss,
         "eval_samples": job.eval_samples,
     }
     spec_path = workdir / "spec.json"
@@ -201,7 +202,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                 reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
                               f"{text}", line)
             elif kind == "checkpoint":
-                key = f"jobs/{job.job_id}/checkpoints/step-{line['step']}.tar"
+                key = f"jobs/{job.job_id}/attempt-{job.attempt}/step-{line['step']}.tar"
                 storage.upload_dir(key, Path(line["dir"]))
                 last_checkpoint = key
                 data = contract.CheckpointData(step=line["step"], key=key,
@@ -209,6 +210,8 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                                                metrics=line.get("metrics", {}))
                 reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}",
                               data.model_dump())
+            elif kind == "warning":
+                reporter.send("message", line["message"], level="warn")
             elif kind == "eval":
                 reporter.send("message", f"Eval {line['phase']}: {line['metric']}="
                               f"{line['score']:.4f} on {line['samples']} held-out examples",

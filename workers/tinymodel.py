@@ -99,8 +99,15 @@ def _build_tokenizer(seed: int):  # -> PreTrainedTokenizerFast (lazy import keep
     config to ``Qwen2Tokenizer``, which rebuilds them from code and ignores tokenizer.json's.
     Matching them keeps training-time and load-time tokenization identical.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from tokenizers import trainers
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())

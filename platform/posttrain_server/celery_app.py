@@ -6,7 +6,9 @@ Start with ``python -m celery -A posttrain_server.celery_app worker -Q platform 
 
 import os
 
+# isort: off
 import posttrain_server.paths  # noqa: F401 - puts the repo root on sys.path
+# isort: on
 
 from celery import Celery
 from django.conf import settings

@@ -97,6 +97,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Serve app static files (the locally installed Swagger UI) without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
 
 # Uploads larger than this answer 413 before they are stored; the file streams to a temporary
 # file on disk (never held in memory) and then to storage.

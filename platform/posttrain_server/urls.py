@@ -3,7 +3,11 @@
 from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularJSONAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
 from posttrain_server.files import api as files_api
 from posttrain_server.jobs import api as jobs_api
@@ -31,7 +35,7 @@ urlpatterns = [
     path("internal/attempts/<str:attempt_id>/claim", internal_api.AttemptClaimView.as_view()),
     path("internal/attempts/<str:attempt_id>/heartbeat",
          internal_api.AttemptHeartbeatView.as_view()),
-    path("openapi.json", SpectacularAPIView.as_view(), name="schema"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="schema")),
     path("healthz", healthz),

@@ -2,7 +2,9 @@
 
 import os
 
+# isort: off
 import posttrain_server.paths  # noqa: F401 - puts the repo root on sys.path
+# isort: on
 
 from django.core.wsgi import get_wsgi_application
 

@@ -141,8 +141,6 @@ def test_it_reports_a_message_error_on_the_exact_line(messages, message_part):
     assert report.example_count == 11
 
 
-@pytest.mark.xfail(reason="BUG: a non-string role (list/dict) raises TypeError (unhashable) "
-                          "instead of a line error, so file validation crashes", strict=True)
 def test_it_reports_a_role_that_is_not_a_string_instead_of_crashing():
     bad = line({"messages": [{"role": ["user"], "content": "hi"},
                              {"role": "assistant", "content": "x"}]})

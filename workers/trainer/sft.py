@@ -13,6 +13,7 @@ every N steps and whenever the stop flag appears (cancel), score the result, sav
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import sys
@@ -107,6 +108,17 @@ class PlatformCallback(TrainerCallback):
         return control
 
 
+def step_intervals(hyper: dict[str, Any], train_rows: int) -> tuple[int, int]:
+    """(logging, checkpoint) step intervals; 0 in the spec means ~100 logs and ~10 checkpoints.
+
+    Scaling with the job keeps a 15-step test and a 100k-step run equally observable.
+    """
+    total = math.ceil(train_rows / hyper["batch_size"]) * hyper["n_epochs"]
+    logging = hyper.get("logging_steps") or max(1, total // 100)
+    checkpoint = hyper.get("checkpoint_every_steps") or max(1, math.ceil(total / 10))
+    return logging, checkpoint
+
+
 def load_model(spec: dict[str, Any], dtype: torch.dtype) -> tuple[Any, Any]:
     tokenizer = AutoTokenizer.from_pretrained(spec["model_dir"])
     if tokenizer.pad_token is None:
@@ -148,7 +160,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         peft_config = LoraConfig(r=lora["r"], lora_alpha=lora["alpha"],
                                  lora_dropout=lora["dropout"],
                                  target_modules=lora["target_modules"], task_type="CAUSAL_LM")
-    template = tokenizer.chat_template or ""
+    assistant_only = bool(spec.get("assistant_only_loss", True))
+    if assistant_only and "{% generation %}" not in (tokenizer.chat_template or ""):
+        assistant_only = False
+        emit("warning", message="The model's chat template has no generation markers: "
+             "training on every token instead of assistant turns only")
+    logging_steps, checkpoint_steps = step_intervals(hyper, len(train_rows))
     config = SFTConfig(
         output_dir=spec["output_dir"],
         num_train_epochs=hyper["n_epochs"],
@@ -156,9 +173,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         learning_rate=hyper["learning_rate"],
         lr_scheduler_type=hyper["lr_scheduler"],
         warmup_steps=float(hyper["warmup_ratio"]),  # a float below 1 is a ratio
-        logging_steps=hyper["logging_steps"],
+        logging_steps=logging_steps,
         save_strategy="steps",
-        save_steps=hyper["checkpoint_every_steps"],
+        save_steps=checkpoint_steps,
         seed=seed,
         data_seed=seed,
         max_length=hyper["max_seq_length"],
@@ -166,9 +183,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         # models, packing off (slower without flash attention).
         bf16=bf16,
         use_cpu=not on_gpu,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         packing=False,
-        assistant_only_loss="{% generation %}" in template,
+        assistant_only_loss=assistant_only,
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,

@@ -24,10 +24,18 @@ from posttrain_server.tenancy.models import IdempotencyRecord
 HEADER = "Idempotency-Key"
 
 
+def _digest(upload: Any) -> str:
+    """Content hash of an upload, so a retry with other bytes of the same size is refused."""
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
 def _fingerprint(request: Request) -> str:
-    files = {
-        name: [upload.name, upload.size] for name, upload in getattr(request, "FILES", {}).items()
-    }
+    files = {name: [upload.name, upload.size, _digest(upload)]
+             for name, upload in getattr(request, "FILES", {}).items()}
     data = request.data
     if hasattr(data, "dict"):
         data = data.dict()

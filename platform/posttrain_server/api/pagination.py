@@ -38,7 +38,7 @@ def paginate(request: Request, queryset: QuerySet, render: Callable[[Any], dict[
     direction = "-" if newest_first else ""
     queryset = queryset.order_by(f"{direction}created_at", f"{direction}id")
     if after:
-        anchor = queryset.model.objects.filter(pk=after).values("created_at").first()
+        anchor = queryset.filter(pk=after).values("created_at").first()
         if anchor is None:
             raise ApiError(f"no object with id {after!r} to page after", param="after")
         op = "lt" if newest_first else "gt"

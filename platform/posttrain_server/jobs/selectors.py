@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from posttrain_server.api.errors import NotFoundError
 from posttrain_server.files.models import File
@@ -14,8 +15,10 @@ from posttrain_server.tenancy.models import Organization
 def job_list(*, organization: Organization, metadata: dict[str, str] | None = None
              ) -> QuerySet[FineTuningJob]:
     jobs = FineTuningJob.objects.filter(organization=organization).select_related("organization")
-    for key, value in (metadata or {}).items():
-        jobs = jobs.filter(**{f"metadata__{key}": value})
+    for index, (key, value) in enumerate((metadata or {}).items()):
+        # An alias, never ``metadata__<key>``: a key holding "__" must not become a lookup.
+        alias = f"_metadata_{index}"
+        jobs = jobs.alias(**{alias: KeyTransform(key, "metadata")}).filter(**{alias: value})
     return jobs
 
 

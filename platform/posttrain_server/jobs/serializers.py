@@ -113,6 +113,16 @@ class JobCreateSerializer(StrictSerializer):
     max_seq_length = serializers.IntegerField(
         min_value=16, max_value=32768, default=512,
         help_text="Posttrain extension: examples are truncated to this many tokens.")
+    lr_scheduler = serializers.ChoiceField(
+        choices=["linear", "cosine", "constant"], default="linear",
+        help_text="Posttrain extension: learning-rate schedule after warmup.")
+    warmup_ratio = serializers.FloatField(
+        min_value=0, max_value=0.5, default=0.0,
+        help_text="Posttrain extension: fraction of steps spent warming up the learning rate.")
+    assistant_only_loss = serializers.BooleanField(
+        default=True,
+        help_text="Posttrain extension: train on assistant turns only (needs a chat template "
+        "with generation markers; otherwise every token is trained on, with a warning event).")
     eval_samples = serializers.IntegerField(
         min_value=0, max_value=5000, default=200,
         help_text="Posttrain extension: held-out examples scored before and after training.")

@@ -118,6 +118,9 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "learning_rate": learning_rate,
         "max_seq_length": data.get("max_seq_length", 512),
         "eval_samples": data.get("eval_samples", 200),
+        "lr_scheduler": data.get("lr_scheduler", "linear"),
+        "warmup_ratio": data.get("warmup_ratio", 0.0),
+        "assistant_only_loss": data.get("assistant_only_loss", True),
         "gpus": prices.POOLS[pool].devices_per_job if pool != "cpu" else 1,
         "root_model": resolved.root_name,
         "base_lora_learning_rate": resolved.lora_learning_rate,
@@ -139,6 +142,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         event_platform(job, f"Created fine-tuning job: {job.id}")
         event_platform(job, f"Job queued on pool '{pool}' ({prices.POOLS[pool].accelerator})")
         dispatch.dispatch_on_commit(job, attempt, token)
+    job.refresh_from_db()
     return job
 
 
@@ -199,7 +203,8 @@ def attempt_claim(*, attempt_id: str, token: str, worker: str) -> bool:
                               started_at=job.started_at or now):
             transaction.set_rollback(True)
             return False
-        resumed = (f", resuming from checkpoint {attempt.resume_from_key.rsplit('/', 1)[-1]}"
+        resumed = (f", resuming from checkpoint "
+                   f"{attempt.resume_from_key.rsplit('/', 1)[-1].removesuffix('.tar')}"
                    if attempt.resume_from_key else "")
         event_platform(job, f"Attempt {attempt.number} started on worker {worker}{resumed}")
     return True
@@ -265,6 +270,8 @@ def _apply_metrics(job: FineTuningJob, attempt: Attempt, data: dict[str, Any]) -
 
 
 def _apply_checkpoint(job: FineTuningJob, attempt: Attempt, data: contract.CheckpointData) -> None:
+    if attempt.status == AttemptStatus.LOST:
+        return  # a reaped attempt must not add resume points behind its successor's back
     Checkpoint.objects.get_or_create(
         job=job, step=data.step,
         defaults={"attempt": attempt.number, "storage_key": data.key,
