@@ -28,9 +28,9 @@ MARKER_FILE = "posttrain-build.json"
 SEED = 1234
 
 VOCAB_SIZE = 330
-PAD_TOKEN = "<|endoftext|>"
-BOS_TOKEN = "<|im_start|>"
-EOS_TOKEN = "<|im_end|>"
+PAD_TOKEN = "<|endoftext|>"  # noqa: S105 - a vocabulary token, not a secret
+BOS_TOKEN = "<|im_start|>"  # noqa: S105
+EOS_TOKEN = "<|im_end|>"  # noqa: S105
 SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN]
 # Qwen2's pre-tokenizer split (transformers/models/qwen2/tokenization_qwen2.py); \p{N} keeps
 # every digit its own pre-token, so the BPE can never merge digits.
@@ -211,7 +211,7 @@ def _write_build(tmp: Path, seed: int) -> None:
     # Written last: its presence is what "complete" means.
     (tmp / MARKER_FILE).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     # mkdtemp (and the weight writer) create private modes; the model is shared, read-only data.
-    os.chmod(tmp, 0o755)
+    os.chmod(tmp, 0o755)  # noqa: S103 - world-readable on purpose
     for path in tmp.iterdir():
         os.chmod(path, 0o644)
 

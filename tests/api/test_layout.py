@@ -14,8 +14,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 # The folders that are on sys.path in some entry point: manage.py and wsgi (root, platform/),
