@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,7 @@ def run_platform(var_dir: Path, port: int) -> tuple[float, dict]:
             **DEMO_JOB, "training_file": train_file["id"], "validation_file": valid_file["id"],
         }).raise_for_status().json()
         while job["status"] not in {"succeeded", "failed", "cancelled"}:
-            time.sleep(0.1)
+            time.sleep(0.25)  # a client polling, like the SDK; 10 Hz would tax 2 cores
             job = client.get(f"/fine_tuning/jobs/{job['id']}").json()
         elapsed = time.perf_counter() - started
     if job["status"] != "succeeded":
@@ -72,15 +73,32 @@ def run_platform(var_dir: Path, port: int) -> tuple[float, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8077)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="alternating runs of each; medians are compared")
     parser.add_argument("--skip-plain", action="store_true")
+    parser.add_argument("--keep", type=Path, help="keep logs and data in this folder")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="posttrain-bench-") as tmp:
-        plain_s, plain = (None, {}) if args.skip_plain else run_plain(Path(tmp) / "plain")
-        platform_s, job = run_platform(Path(tmp) / "platform", args.port)
-    print("\nSFT overhead benchmark (same configuration, this machine)")
+    plain_times: list[float] = []
+    platform_times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="posttrain-bench-") as scratch:
+        tmp = Path(args.keep or scratch)
+        for run in range(args.repeat):
+            if not args.skip_plain:
+                seconds, plain = run_plain(tmp / f"plain-{run}")
+                plain_times.append(seconds)
+                print(f"run {run + 1}: plain TRL {seconds:.1f} s", flush=True)
+            seconds, job = run_platform(tmp / f"platform-{run}", args.port)
+            platform_times.append(seconds)
+            print(f"run {run + 1}: Posttrain {seconds:.1f} s", flush=True)
+    platform_s = statistics.median(platform_times)
+    print("\nSFT overhead benchmark (same configuration, this machine, "
+          f"median of {args.repeat} alternating runs)")
     print(f"{'':24}{'plain TRL':>14}{'Posttrain':>14}")
-    if plain:
+    if plain_times:
+        plain_s = statistics.median(plain_times)
         print(f"{'wall time (s)':24}{plain_s:>14.1f}{platform_s:>14.1f}")
+        print(f"{'  all runs':24}{' '.join(f'{t:.1f}' for t in plain_times):>16}"
+              f"{' '.join(f'{t:.1f}' for t in platform_times):>16}")
         print(f"{'trained tokens':24}{plain['num_tokens']:>14,}{job['trained_tokens']:>14,}")
         print(f"{'exact match before':24}{plain['exact_match_before']:>14.3f}"
               f"{job['eval']['before']:>14.3f}")
