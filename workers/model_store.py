@@ -11,7 +11,7 @@ from pathlib import Path
 
 from workers import env
 from workers.contract import ModelRef
-from workers.storage import LocalStorage
+from workers.storage import Storage
 
 BUILTIN = {"posttrain-tiny"}
 
@@ -26,7 +26,7 @@ class ModelSource:
     adapter_dirs: list[Path] = field(default_factory=list)  # merged in order before training
 
 
-def materialize(ref: ModelRef, workdir: Path, storage: LocalStorage) -> ModelSource:
+def materialize(ref: ModelRef, workdir: Path, storage: Storage) -> ModelSource:
     if ref.kind == "builtin":
         if ref.ref not in BUILTIN:
             raise ModelUnavailable(f"unknown built-in model {ref.ref!r}")

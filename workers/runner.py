@@ -27,7 +27,7 @@ import httpx
 
 from workers import contract, env
 from workers.model_store import ModelUnavailable, materialize
-from workers.storage import LocalStorage, default_storage
+from workers.storage import Storage, default_storage
 
 logger = logging.getLogger("posttrain.worker")
 
@@ -142,7 +142,7 @@ def run_attempt(job: contract.TrainJob, *, publish: Publish,
 
 
 def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
-           storage: LocalStorage, workdir: Path, interval: float) -> dict[str, Any]:
+           storage: Storage, workdir: Path, interval: float) -> dict[str, Any]:
     source = materialize(job.base_model, workdir, storage)
     train_path = storage.download(job.training_file, workdir / "train.jsonl")
     valid_path = (storage.download(job.validation_file, workdir / "validation.jsonl")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -16,7 +16,7 @@ from posttrain_server.api.schema import errors, list_of
 from posttrain_server.files import selectors, services
 from posttrain_server.files.render import file_object
 from posttrain_server.tenancy.auth import organization_of
-from workers.storage import StorageError, default_storage
+from workers.storage import default_storage
 
 FileSerializer = inline_serializer(name="File", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),
@@ -77,16 +77,18 @@ class FileDetailView(APIView):
 
 
 def storage_download(key: str, filename: str, content_type: str) -> HttpResponse:
-    """Stream an object to the client without loading it into memory."""
+    """Stream an object to the client in constant memory, from a folder or a bucket."""
     storage = default_storage()
     path = storage.local_path(key)
-    if path is None:
-        raise ApiError("The object is missing from storage", status_code=404)
-    try:
+    if path is not None:
         return FileResponse(path.open("rb"), as_attachment=True, filename=filename,
                             content_type=content_type)
-    except (OSError, StorageError) as exc:
-        raise ApiError("The object is missing from storage", status_code=404) from exc
+    if not storage.exists(key):
+        raise ApiError("The object is missing from storage", status_code=404)
+    response = StreamingHttpResponse(storage.iter_chunks(key), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Length"] = str(storage.size(key))
+    return response
 
 
 class FileContentView(APIView):
