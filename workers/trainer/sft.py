@@ -28,10 +28,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from workers.trainer.evaluation import exact_match
 
 EVAL_METRIC = "exact_match"
+# Under torchrun every rank runs this file; only rank 0 reports and evaluates, so usage and
+# events are written once (TRAINING_NOTES.md: every rank calls the logging callbacks).
+RANK = int(os.environ.get("RANK", "0"))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", "1"))
+IS_MAIN = RANK == 0
 
 
 def emit(kind: str, **data: Any) -> None:
-    print(json.dumps({"type": kind, **data}), flush=True)
+    if IS_MAIN:
+        print(json.dumps({"type": kind, **data}), flush=True)
 
 
 def load_rows(path: str | None) -> list[dict[str, Any]]:
@@ -78,8 +84,19 @@ class PlatformCallback(TrainerCallback):
         # resume, which is what we want per attempt (TRAINING_NOTES.md).
         return int(getattr(self.trainer, "_total_train_tokens", 0))
 
+    def stop_requested(self, device: Any) -> bool:
+        """The flag as all ranks see it: one rank stopping alone would hang the others."""
+        stop = self.stop_flag.exists()
+        if WORLD_SIZE > 1:
+            import torch.distributed as dist
+
+            flag = torch.tensor(int(stop), device=device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        return stop
+
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
-        if self.stop_flag.exists() and not self.stopped:
+        if not self.stopped and self.stop_requested(args.device):
             self.stopped = True
             control.should_training_stop = True
             control.should_save = True
@@ -113,7 +130,7 @@ def step_intervals(hyper: dict[str, Any], train_rows: int) -> tuple[int, int]:
 
     Scaling with the job keeps a 15-step test and a 100k-step run equally observable.
     """
-    total = math.ceil(train_rows / hyper["batch_size"]) * hyper["n_epochs"]
+    total = math.ceil(train_rows / (hyper["batch_size"] * WORLD_SIZE)) * hyper["n_epochs"]
     logging = hyper.get("logging_steps") or max(1, total // 100)
     checkpoint = hyper.get("checkpoint_every_steps") or max(1, math.ceil(total / 10))
     return logging, checkpoint
@@ -143,12 +160,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     bf16 = on_gpu and torch.cuda.is_bf16_supported()
     model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
     if on_gpu:
-        model = model.to("cuda")
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
 
     train_rows, eval_rows = split_eval(load_rows(spec["train_path"]),
                                        load_rows(spec.get("validation_path")),
                                        int(spec["eval_samples"]), seed)
-    result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
+    result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows and IS_MAIN else None}
+    if not IS_MAIN:
+        eval_rows = []  # rank 0 scores; the others only train
     if eval_rows:
         before = exact_match(model, tokenizer, eval_rows)
         result["eval_before"] = before
@@ -201,8 +220,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     if callback.stopped:
         return result
     final_dir = Path(spec["final_dir"])
-    trainer.save_model(str(final_dir))
-    tokenizer.save_pretrained(str(final_dir))
+    trainer.save_model(str(final_dir))  # writes on the main process only
+    if IS_MAIN:
+        tokenizer.save_pretrained(str(final_dir))
     if eval_rows:
         after = exact_match(trainer.model, tokenizer, eval_rows)
         result["eval_after"] = after

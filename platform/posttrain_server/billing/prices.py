@@ -29,7 +29,7 @@ class Pool:
 
 
 POOLS: dict[str, Pool] = {
-    "cpu": Pool("cpu", "CPU (embedded)", Decimal("0.10"), 1),
+    "cpu": Pool("cpu", "CPU (embedded)", Decimal("0.10"), 1),  # a device = one CPU process
     "blackwell": Pool("blackwell", "NVIDIA B200 class", Decimal("6.00"), 8),
     "rubin": Pool("rubin", "NVIDIA Vera Rubin class", Decimal("12.00"), 2),
 }

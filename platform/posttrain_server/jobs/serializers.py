@@ -113,6 +113,10 @@ class JobCreateSerializer(StrictSerializer):
     max_seq_length = serializers.IntegerField(
         min_value=16, max_value=32768, default=512,
         help_text="Posttrain extension: examples are truncated to this many tokens.")
+    devices = serializers.IntegerField(
+        min_value=1, max_value=64, required=False,
+        help_text="Posttrain extension: devices (GPUs; CPU processes on the cpu pool) for the "
+        "job. More than one runs the trainer under torchrun; every device is billed.")
     lr_scheduler = serializers.ChoiceField(
         choices=["linear", "cosine", "constant"], default="linear",
         help_text="Posttrain extension: learning-rate schedule after warmup.")

@@ -121,7 +121,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "lr_scheduler": data.get("lr_scheduler", "linear"),
         "warmup_ratio": data.get("warmup_ratio", 0.0),
         "assistant_only_loss": data.get("assistant_only_loss", True),
-        "gpus": prices.POOLS[pool].devices_per_job if pool != "cpu" else 1,
+        "gpus": data.get("devices") or prices.POOLS[pool].devices_per_job,
         "root_model": resolved.root_name,
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
