@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,15 +65,19 @@ class Stack:
     def start(self, *, timeout: float = 60.0) -> Stack:
         pythonpath = os.pathsep.join([str(ROOT / "platform"), str(ROOT)])
         self.env["PYTHONPATH"] = pythonpath
+        var = Path(self.env.get("POSTTRAIN_VAR_DIR", ROOT / "var"))
+        metrics_dir = var / f"prometheus-{self.port}"  # gunicorn workers share the histograms
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
         self._spawn("web", [PYTHON, "-m", "gunicorn", "posttrain_server.wsgi:application",
                             "--bind", f"{self.host}:{self.port}", "--workers",
                             str(self.web_workers), "--threads", "4", "--timeout", "120",
-                            "--access-logfile", "-" if self.log_dir else "/dev/null"])
+                            "--access-logfile", "-" if self.log_dir else "/dev/null"],
+                    PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
         self._spawn("platform-worker", [
             PYTHON, "-m", "celery", "-A", "posttrain_server.celery_app", "worker", "-B",
             "-Q", "platform", "-n", f"platform-{self.port}@%h", "--concurrency", "2",
-            "--loglevel", "INFO", "-s", str(Path(self.env.get("POSTTRAIN_VAR_DIR", ROOT / "var"))
-                                            / f"celerybeat-{self.port}")])
+            "--loglevel", "INFO", "-s", str(var / f"celerybeat-{self.port}")])
         self.start_training_worker()
         self.wait_ready(timeout)
         return self

@@ -8,10 +8,12 @@ in a child process so a crash or OOM never takes the worker down.
 from __future__ import annotations
 
 import logging
+import logging.config
 
 from celery import Celery
+from celery.signals import setup_logging
 
-from workers import contract, env
+from workers import contract, env, logcontext
 from workers.celery_config import celery_settings
 
 logger = logging.getLogger("posttrain.worker")
@@ -21,6 +23,12 @@ POOL = env.env_str("POSTTRAIN_POOL", "cpu")
 app = Celery("posttrain_workers", fixups=[])  # never Celery's Django fix-up
 app.conf.update(celery_settings())
 app.conf.task_default_queue = contract.train_queue(POOL)
+
+
+@setup_logging.connect
+def _configure_logging(**kwargs: object) -> None:
+    """JSON logs with the job id, like every other process (POSTTRAIN_LOG_FORMAT)."""
+    logging.config.dictConfig(logcontext.logging_config())
 
 
 @app.task(name=contract.TRAIN_TASK, acks_late=True)
@@ -34,7 +42,11 @@ def train(message: dict) -> None:
     except ValidationError:
         logger.exception("dropping a TrainJob message that does not match contract v1")
         return
-    run_attempt(job, publish=publish_event)
+    token = logcontext.job_id.set(job.job_id)
+    try:
+        run_attempt(job, publish=publish_event)
+    finally:
+        logcontext.job_id.reset(token)
 
 
 def publish_event(event: contract.JobEvent) -> None:

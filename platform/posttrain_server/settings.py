@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dj_database_url
 
-from workers import env
+from workers import env, logcontext
 
 VAR_DIR = env.var_dir()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -41,6 +41,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "posttrain_server.api.middleware.RequestContextMiddleware",
     "posttrain_server.api.middleware.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -117,6 +118,9 @@ DISPATCH_TIMEOUT_S = env.env_int("POSTTRAIN_DISPATCH_TIMEOUT_S", 600, minimum=5)
 MAX_ATTEMPTS = env.env_int("POSTTRAIN_MAX_ATTEMPTS", 3, minimum=1)
 REAPER_INTERVAL_S = env.env_int("POSTTRAIN_REAPER_INTERVAL_S", 15, minimum=1)
 
+# If set, /metrics asks for "Authorization: Bearer <token>" (Prometheus' bearer_token).
+METRICS_TOKEN = env.env_str("POSTTRAIN_METRICS_TOKEN", "")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["posttrain_server.tenancy.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -147,11 +151,4 @@ SPECTACULAR_SETTINGS = {
 }
 
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.env_str("POSTTRAIN_LOG_LEVEL", "INFO")},
-    "loggers": {"django.server": {"level": "WARNING"}},
-}
+LOGGING = logcontext.logging_config()

@@ -1,7 +1,6 @@
 """Routes: the OpenAI-compatible API under /v1, worker endpoints under /internal, docs."""
 
 from django.contrib import admin
-from django.http import JsonResponse
 from django.urls import path
 from drf_spectacular.views import (
     SpectacularJSONAPIView,
@@ -9,14 +8,10 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from posttrain_server import health, metrics
 from posttrain_server.files import api as files_api
 from posttrain_server.jobs import api as jobs_api
 from posttrain_server.jobs import internal_api
-
-
-def healthz(request):  # noqa: ARG001 - Django view signature
-    return JsonResponse({"status": "ok"})
-
 
 urlpatterns = [
     path("v1/files", files_api.FileListView.as_view()),
@@ -38,6 +33,8 @@ urlpatterns = [
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="schema")),
-    path("healthz", healthz),
+    path("healthz", health.healthz),
+    path("readyz", health.readyz),
+    path("metrics", metrics.metrics_view),
     path("admin/", admin.site.urls),
 ]

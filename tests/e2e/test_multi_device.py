@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import httpx
 import pytest
 
 from posttrain_server.billing.models import UsageRecord
@@ -15,7 +16,16 @@ from workers.toytask import read_jsonl
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_a_two_device_job_trains_under_torchrun_and_bills_both_devices(api, toy_data):
+def _metric(stack, line_start: str) -> float:
+    text = httpx.get(f"{stack.url}/metrics", timeout=10).text
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith(line_start)]
+    return sum(values)
+
+
+def test_a_two_device_job_trains_under_torchrun_and_bills_both_devices(stack, api, toy_data):
+    succeeded_before = _metric(stack, 'posttrain_jobs{pool="cpu",status="succeeded"}')
+    assert httpx.get(f"{stack.url}/readyz", timeout=10).json()["status"] == "ready"
     train = api.upload(toy_data["train"])
     job = api.create_job(model="posttrain-tiny", training_file=train["id"], devices=2,
                          eval_samples=0, seed=11, method={"type": "supervised", "supervised": {
@@ -43,3 +53,9 @@ def test_a_two_device_job_trains_under_torchrun_and_bills_both_devices(api, toy_
     billed = UsageRecord.objects.get(job_id=job["id"], kind="device_seconds").quantity
     assert Decimal(done["usage"]["device_seconds"]) == billed
     assert 2 * wall - 3 <= billed <= 2 * wall + 1
+
+    # The operator's view changed with it (gunicorn's workers add up their histograms).
+    assert _metric(stack, 'posttrain_jobs{pool="cpu",status="succeeded"}') == (
+        succeeded_before + 1)
+    assert _metric(stack, 'posttrain_http_request_duration_seconds_count{method="GET",'
+                          'route="/v1/fine_tuning/jobs/<str:job_id>",status="200"}') >= 2
