@@ -95,6 +95,18 @@ class Stack:
         process.wait()
         self.processes.remove(process)
 
+    def terminate(self, name: str, timeout: float = 120.0) -> int:
+        """SIGTERM one process (a node drain) and wait for it to exit on its own."""
+        process = self.named.pop(name)
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            self.processes.remove(process)
+
     def check_alive(self) -> None:
         """Raise if a process of the stack has died (its log says why)."""
         for process in self.processes:

@@ -11,9 +11,10 @@ import logging
 import logging.config
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.exceptions import Reject
+from celery.signals import setup_logging, worker_init, worker_shutting_down
 
-from workers import contract, env, logcontext
+from workers import contract, drain, env, logcontext
 from workers.celery_config import celery_settings
 
 logger = logging.getLogger("posttrain.worker")
@@ -31,8 +32,22 @@ def _configure_logging(**kwargs: object) -> None:
     logging.config.dictConfig(logcontext.logging_config())
 
 
+@worker_init.connect
+def _fresh_start(**kwargs: object) -> None:
+    drain.clear_drain()  # a drain request belongs to the worker that received it
+
+
+@worker_shutting_down.connect
+def _drain_on_shutdown(**kwargs: object) -> None:
+    """SIGTERM: checkpoint the running job and hand it back instead of losing it."""
+    drain.request_drain()
+
+
 @app.task(name=contract.TRAIN_TASK, acks_late=True)
 def train(message: dict) -> None:
+    if drain.drain_requested():
+        # Back to the queue for another worker; acking it here would lose the job.
+        raise Reject("worker is draining", requeue=True)
     from pydantic import ValidationError
 
     from workers.runner import run_attempt

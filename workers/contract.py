@@ -23,7 +23,9 @@ REAP_TASK = "posttrain.reap.v1"
 PLATFORM_QUEUE = "platform"
 
 EventType = Literal["message", "metrics", "checkpoint", "finished"]
-TerminalStatus = Literal["succeeded", "failed", "cancelled"]
+# How an attempt ended: a job outcome, or "preempted" (its worker drained: the job goes back to
+# the queue and resumes from the checkpoint written on the way out).
+AttemptOutcome = Literal["succeeded", "failed", "cancelled", "preempted"]
 
 
 def train_queue(pool: str) -> str:
@@ -116,7 +118,7 @@ class FinishedData(_Message):
     The platform applies it, the usage and the bill in one transaction.
     """
 
-    status: TerminalStatus
+    status: AttemptOutcome
     error: dict[str, Any] | None = None
     trained_tokens: int = 0
     device_seconds: float = 0.0

@@ -46,5 +46,6 @@ def logging_config(level: str | None = None) -> dict[str, Any]:
                                  "filters": ["context"]}},
         "root": {"handlers": ["console"],
                  "level": level or env.env_str("POSTTRAIN_LOG_LEVEL", "INFO")},
-        "loggers": {"django.server": {"level": "WARNING"}},
+        # Per-request lines from the HTTP client (heartbeats every few seconds) drown the rest.
+        "loggers": {"django.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
     }

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from workers import contract, env
+from workers import contract, drain, env
 from workers.model_store import ModelUnavailable, materialize
 from workers.storage import Storage, default_storage
 
@@ -231,6 +231,11 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                               line)
             elif kind == "done":
                 done = line
+        if stop_reason is None and drain.drain_requested():
+            stop_reason = "preempted"
+            stop_flag.touch()
+            reporter.send("message", "Stopping at the next step: this worker is draining; "
+                          "the job goes back to the queue after a checkpoint")
         if time.monotonic() >= next_beat and stop_reason is None:
             next_beat = time.monotonic() + interval
             state = client.heartbeat()
@@ -253,10 +258,10 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
               "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
               "eval_after": done.get("eval_after"), "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:
-        status = "cancelled" if stop_reason == "cancelled" else "failed"
-        error = None if status == "cancelled" else {
-            "code": "lease_lost", "param": None, "message": "the worker lost the job's lease"}
-        return {"status": status, "error": error, **common}
+        if stop_reason in {"cancelled", "preempted"}:
+            return {"status": stop_reason, "error": None, **common}
+        return {"status": "failed", **common, "error": {
+            "code": "lease_lost", "param": None, "message": "the worker lost the job's lease"}}
     adapter_key = f"jobs/{job.job_id}/model.tar"
     storage.upload_dir(adapter_key, Path(done["final_dir"]))
     return {"status": "succeeded", "adapter_key": adapter_key,

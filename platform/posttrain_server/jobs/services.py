@@ -287,7 +287,8 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
     was still running) is recorded but changes nothing.
     """
     target = {"succeeded": AttemptStatus.SUCCEEDED, "failed": AttemptStatus.FAILED,
-              "cancelled": AttemptStatus.CANCELLED}[result.status]
+              "cancelled": AttemptStatus.CANCELLED,
+              "preempted": AttemptStatus.PREEMPTED}[result.status]
     with transaction.atomic():
         if not attempt_transition(attempt.id, target, only_from={AttemptStatus.RUNNING},
                                   finished_at=timezone.now(),
@@ -297,6 +298,10 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
             return False
         _record_attempt_usage(job, attempt.number, result.trained_tokens,
                               Decimal(str(result.device_seconds)))
+        if result.status == "preempted":
+            job.refresh_from_db()
+            return _requeue(job, f"Attempt {attempt.number} was handed back by its worker "
+                            "(draining) after a checkpoint", timezone.now())
         fields: dict[str, Any] = {
             "trained_tokens": attempt.resume_trained_tokens + result.trained_tokens,
             "eval": _eval_block(result),
@@ -421,32 +426,39 @@ def _recover_lost_attempt(attempt: Attempt, now: Any) -> bool:
                                   .total_seconds()))) * job.training.get("gpus", 1)
         _record_attempt_usage(job, attempt.number, attempt.reported_tokens, seconds)
         job.refresh_from_db()
-        attempts = job.attempts.count()
+        lost = job.attempts.filter(status=AttemptStatus.LOST).count()
         if job.cancel_requested_at is not None:
             _finalize(job, JobStatus.CANCELLED)
             event_platform(job, f"Attempt {attempt.number} lost its worker; the job was "
                            "cancelled as requested")
             return True
-        if attempts >= settings.MAX_ATTEMPTS:
+        if lost >= settings.MAX_ATTEMPTS:
             error = {"code": "worker_lost", "param": None,
-                     "message": f"The worker stopped responding {attempts} times "
+                     "message": f"The worker stopped responding {lost} times "
                                 f"(limit {settings.MAX_ATTEMPTS}); giving up."}
             _finalize(job, JobStatus.FAILED, error=error)
             event_platform(job, error["message"], level="error")
             return True
-        checkpoint = job.checkpoints.order_by("-step").first()
-        token, token_hash = dispatch.new_attempt_token()
-        number = (job.attempts.aggregate(top=Max("number"))["top"] or 0) + 1
-        retry = Attempt.objects.create(
-            job=job, number=number, token_hash=token_hash, dispatched_at=now,
-            resume_from_key=checkpoint.storage_key if checkpoint else "",
-            resume_trained_tokens=checkpoint.trained_tokens if checkpoint else 0,
-        )
-        if not job_transition(job.id, JobStatus.QUEUED, only_from={JobStatus.RUNNING}):
-            transaction.set_rollback(True)
-            return False
-        where = f"from step {checkpoint.step}" if checkpoint else "from the start"
-        event_platform(job, f"Attempt {attempt.number} stopped heartbeating; retrying as "
-                       f"attempt {number} {where}", level="warn")
-        dispatch.dispatch_on_commit(job, retry, token)
+        return _requeue(job, f"Attempt {attempt.number} stopped heartbeating", now)
+
+
+def _requeue(job: FineTuningJob, reason: str, now: Any) -> bool:
+    """Queue a new attempt that resumes from the job's last checkpoint (caller's transaction).
+
+    Used when a worker is lost (reaper) and when one hands its job back (preemption, drain).
+    """
+    checkpoint = job.checkpoints.order_by("-step").first()
+    token, token_hash = dispatch.new_attempt_token()
+    number = (job.attempts.aggregate(top=Max("number"))["top"] or 0) + 1
+    retry = Attempt.objects.create(
+        job=job, number=number, token_hash=token_hash, dispatched_at=now,
+        resume_from_key=checkpoint.storage_key if checkpoint else "",
+        resume_trained_tokens=checkpoint.trained_tokens if checkpoint else 0,
+    )
+    if not job_transition(job.id, JobStatus.QUEUED, only_from={JobStatus.RUNNING}):
+        transaction.set_rollback(True)
+        return False
+    where = f"from step {checkpoint.step}" if checkpoint else "from the start"
+    event_platform(job, f"{reason}; retrying as attempt {number} {where}", level="warn")
+    dispatch.dispatch_on_commit(job, retry, token)
     return True

@@ -12,7 +12,7 @@ success, two reapers, a duplicate event): exactly one writer sees 1.
 
 Attempts (internal, one per try of a job)::
 
-    dispatched -> running -> succeeded | failed | cancelled | lost
+    dispatched -> running -> succeeded | failed | cancelled | lost | preempted
     dispatched -> cancelled                                  (job cancelled while queued)
 """
 
@@ -42,6 +42,7 @@ class AttemptStatus(models.TextChoices):
     FAILED = "failed"
     CANCELLED = "cancelled"
     LOST = "lost"
+    PREEMPTED = "preempted"  # handed back by a draining worker after a checkpoint
 
 
 TERMINAL: frozenset[str] = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
@@ -66,11 +67,13 @@ ATTEMPT_TRANSITIONS: dict[str, frozenset[str]] = {
     AttemptStatus.DISPATCHED: frozenset({AttemptStatus.RUNNING, AttemptStatus.CANCELLED,
                                          AttemptStatus.LOST}),
     AttemptStatus.RUNNING: frozenset({AttemptStatus.SUCCEEDED, AttemptStatus.FAILED,
-                                      AttemptStatus.CANCELLED, AttemptStatus.LOST}),
+                                      AttemptStatus.CANCELLED, AttemptStatus.LOST,
+                                      AttemptStatus.PREEMPTED}),
     AttemptStatus.SUCCEEDED: frozenset(),
     AttemptStatus.FAILED: frozenset(),
     AttemptStatus.CANCELLED: frozenset(),
     AttemptStatus.LOST: frozenset(),
+    AttemptStatus.PREEMPTED: frozenset(),
 }
 
 
