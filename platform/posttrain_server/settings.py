@@ -118,6 +118,30 @@ DISPATCH_TIMEOUT_S = env.env_int("POSTTRAIN_DISPATCH_TIMEOUT_S", 600, minimum=5)
 MAX_ATTEMPTS = env.env_int("POSTTRAIN_MAX_ATTEMPTS", 3, minimum=1)
 REAPER_INTERVAL_S = env.env_int("POSTTRAIN_REAPER_INTERVAL_S", 15, minimum=1)
 
+# A cache shared by every web process (per-key rate limits): Redis in deployments, a folder
+# on one machine.
+_cache_url = env.env_str("POSTTRAIN_CACHE_URL", "")
+CACHES = {"default": (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+    if _cache_url else
+    {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+     "LOCATION": str(VAR_DIR / "cache")}
+)}
+RATE_LIMIT = env.env_str("POSTTRAIN_RATE_LIMIT", "1200/min")
+
+# Behind TLS (POSTTRAIN_HTTPS=true): redirect to https, HSTS, secure cookies; probes and
+# metrics stay reachable over plain HTTP inside the cluster.
+HTTPS = env.env_bool("POSTTRAIN_HTTPS", False)
+if HTTPS:
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$", r"^internal/"]
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
 # If set, /metrics asks for "Authorization: Bearer <token>" (Prometheus' bearer_token).
 METRICS_TOKEN = env.env_str("POSTTRAIN_METRICS_TOKEN", "")
 
@@ -131,6 +155,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
     ],
     "EXCEPTION_HANDLER": "posttrain_server.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["posttrain_server.tenancy.auth.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

@@ -36,11 +36,12 @@ EXPECTED_JOB_MOVES: dict[str, set[str]] = {
 
 EXPECTED_ATTEMPT_MOVES: dict[str, set[str]] = {
     "dispatched": {"running", "cancelled", "lost"},
-    "running": {"succeeded", "failed", "cancelled", "lost"},
+    "running": {"succeeded", "failed", "cancelled", "lost", "preempted"},
     "succeeded": set(),
     "failed": set(),
     "cancelled": set(),
     "lost": set(),
+    "preempted": set(),
 }
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
 from posttrain_server.tenancy.models import ApiKey, Organization
@@ -36,6 +37,22 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+class ApiKeyRateThrottle(throttling.SimpleRateThrottle):
+    """Per API key request budget (``POSTTRAIN_RATE_LIMIT``, e.g. ``1200/min``): 429 with
+    ``Retry-After`` past it. Counted in the shared cache, so every web process agrees."""
+
+    scope = "api_key"
+
+    def get_rate(self) -> str:
+        return settings.RATE_LIMIT
+
+    def get_cache_key(self, request: Request, view: object) -> str | None:
+        api_key = getattr(request, "auth", None)
+        if not isinstance(api_key, ApiKey):
+            return None  # unauthenticated requests are refused before they cost anything
+        return f"throttle:{self.scope}:{api_key.id}"
 
 
 def organization_of(request: Request) -> Organization:
