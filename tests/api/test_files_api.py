@@ -223,7 +223,7 @@ def test_an_invalid_limit_is_refused(alice, limit):
 
 
 def test_an_unknown_cursor_is_refused(alice):
-    assert_error(alice.client.get("/v1/files", {"after": "file-nope"}), 400, param="after")
+    assert_error(alice.client.get("/v1/files", {"after": "file-nope"}), 404, param="after")
 
 
 def test_retrieve_returns_the_same_object_as_the_upload(alice, jsonl, upload_file):
@@ -289,7 +289,7 @@ def test_another_organizations_id_is_not_a_valid_cursor(alice, bob, jsonl, uploa
     alices = upload_file(alice.client, jsonl(12)).json()["id"]
     upload_file(bob.client, jsonl(12))
 
-    assert_error(bob.client.get("/v1/files", {"after": alices}), 400, param="after")
+    assert_error(bob.client.get("/v1/files", {"after": alices}), 404, param="after")
 
 
 # --- idempotency ----------------------------------------------------------------------------

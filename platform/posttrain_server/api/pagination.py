@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from rest_framework.request import Request
 
-from posttrain_server.api.errors import ApiError
+from posttrain_server.api.errors import ApiError, NotFoundError
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -40,7 +40,7 @@ def paginate(request: Request, queryset: QuerySet, render: Callable[[Any], dict[
     if after:
         anchor = queryset.filter(pk=after).values("created_at").first()
         if anchor is None:
-            raise ApiError(f"no object with id {after!r} to page after", param="after")
+            raise NotFoundError(f"No object with id {after!r} to page after", param="after")
         op = "lt" if newest_first else "gt"
         queryset = queryset.filter(
             Q(**{f"created_at__{op}": anchor["created_at"]})

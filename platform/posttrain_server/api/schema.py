@@ -21,6 +21,18 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
             for code in (*codes, 401)}
 
 
+def page_parameters() -> list:
+    """``after`` and ``limit`` with the bounds the server enforces (pagination.py)."""
+    from drf_spectacular.utils import OpenApiParameter
+
+    from posttrain_server.api.pagination import MAX_LIMIT
+
+    return [OpenApiParameter("after", str, description="id of the last object of the page "
+                             "before"),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                             description=f"page size, 1 to {MAX_LIMIT}")]
+
+
 def list_of(name: str, item: serializers.Serializer) -> serializers.Serializer:
     return inline_serializer(name=name, fields={
         "object": serializers.CharField(default="list"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,7 +13,7 @@ from rest_framework.views import APIView
 from posttrain_server.api.errors import ApiError
 from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
-from posttrain_server.api.schema import errors, list_of
+from posttrain_server.api.schema import errors, list_of, page_parameters
 from posttrain_server.files import selectors, services
 from posttrain_server.files.render import file_object
 from posttrain_server.tenancy.auth import organization_of
@@ -36,10 +37,10 @@ UploadSerializer = inline_serializer(name="FileUpload", fields={
 
 
 class FileListView(APIView):
+    parser_classes = [MultiPartParser]
     @extend_schema(operation_id="files_list", responses={200: list_of("FileList", FileSerializer),
                                                          **errors(400)},
-                   parameters=[OpenApiParameter("after", str), OpenApiParameter("limit", int),
-                               OpenApiParameter("purpose", str)])
+                   parameters=[*page_parameters(), OpenApiParameter("purpose", str)])
     def get(self, request: Request) -> Response:
         files = selectors.file_list(organization=organization_of(request),
                                     purpose=request.query_params.get("purpose"))

@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,7 +16,7 @@ from rest_framework.views import APIView
 from posttrain_server.api.errors import NotFoundError
 from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
-from posttrain_server.api.schema import errors, list_of
+from posttrain_server.api.schema import errors, list_of, page_parameters
 from posttrain_server.files.api import storage_download
 from posttrain_server.jobs import selectors, services
 from posttrain_server.jobs.base_models import BUILTIN_MODELS
@@ -71,11 +72,12 @@ ModelSerializer = inline_serializer(name="Model", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),
     "created": serializers.IntegerField(), "owned_by": serializers.CharField(),
 })
-PAGE = [OpenApiParameter("after", str), OpenApiParameter("limit", int)]
+PAGE = page_parameters()
 _METADATA_PARAM = re.compile(r"^metadata\[(.+)\]$")
 
 
 class JobListView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_jobs_list",
                    parameters=[*PAGE, OpenApiParameter(
                        "metadata", OpenApiTypes.OBJECT, style="deepObject",
@@ -107,6 +109,7 @@ class JobDetailView(APIView):
 
 
 class JobCancelView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_jobs_cancel", request=None,
                    responses={200: JobSerializer, **errors(404, 409)})
     @idempotent
@@ -155,7 +158,8 @@ class ModelListView(APIView):
     @extend_schema(operation_id="models_list",
                    responses={200: inline_serializer(name="ModelList", fields={
                        "object": serializers.CharField(),
-                       "data": serializers.ListField(child=ModelSerializer)})})
+                       "data": serializers.ListField(child=ModelSerializer)}),
+                       **errors()})
     def get(self, request: Request) -> Response:
         organization = organization_of(request)
         data = [_model_object(name, 0, "posttrain") for name in BUILTIN_MODELS]
