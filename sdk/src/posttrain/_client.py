@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-
 import httpx
 
 from posttrain._base_client import DEFAULT_MAX_RETRIES, AsyncAPIClient, SyncAPIClient
