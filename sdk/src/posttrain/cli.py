@@ -61,8 +61,10 @@ class Output:
         from rich.console import Console
 
         self.json = as_json
-        self.console: Console = Console(highlight=False)
-        self.errors: Console = Console(stderr=True, highlight=False)
+        # Piped output is not wrapped at 80 columns: ids and paths stay on one line for grep.
+        wide = None if sys.stdout.isatty() else 200
+        self.console: Console = Console(highlight=False, width=wide, soft_wrap=True)
+        self.errors: Console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def document(self, value: Any) -> None:
         print(json.dumps(_jsonable(value), sort_keys=False), flush=True)
