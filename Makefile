@@ -7,7 +7,9 @@ TEST_VAR ?= $(CURDIR)/var/test
 
 .PHONY: demo serve test test-fast lint schema benchmark clean
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+# requirements.txt installs the SDK (./sdk, editable, with the CLI) for the platform, the workers
+# and the `posttrain` command.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt sdk/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: 2.13.0 is the CPU wheel on disk; any other version downloads GBs.
