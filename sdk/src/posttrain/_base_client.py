@@ -29,7 +29,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -42,6 +42,7 @@ from posttrain._exceptions import (
     status_error,
 )
 from posttrain._version import __version__
+from posttrain.types import CursorPage
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0, write=600.0)
@@ -90,6 +91,14 @@ class Emit:
 
 
 Plan = Generator[Request | Sleep | Emit, Any, R]
+
+class _Identified(Protocol):
+    id: str
+
+
+T = TypeVar("T", bound=_Identified)
+# A list endpoint: the plan fetching the page after a cursor (None: the first page).
+PagePlan = Callable[[str | None], Plan["CursorPage[T]"]]
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
@@ -186,8 +195,8 @@ class BaseClient:
         if response is not None:
             after = _retry_after(response.headers)
             if after is not None and 0 <= after <= MAX_RETRY_AFTER:
-                return after
-        delay = min(INITIAL_RETRY_DELAY * 2**retries_taken, MAX_RETRY_DELAY)
+                return float(after)
+        delay: float = min(INITIAL_RETRY_DELAY * 2.0**retries_taken, MAX_RETRY_DELAY)
         return delay * (1 - 0.25 * random.random())  # jitter spreads out a thundering herd
 
     @staticmethod
@@ -295,7 +304,7 @@ class SyncAPIClient(BaseClient):
                 try:
                     action = plan.send(value)
                 except StopIteration as stop:
-                    return stop.value
+                    return cast("R", stop.value)
                 value = None
                 if isinstance(action, Emit):
                     yield action.value
@@ -312,7 +321,7 @@ class SyncAPIClient(BaseClient):
             try:
                 next(steps)
             except StopIteration as stop:
-                return stop.value
+                return cast("R", stop.value)
 
 
 class AsyncAPIClient(BaseClient):
@@ -406,7 +415,7 @@ class AsyncAPIClient(BaseClient):
                 try:
                     action = plan.send(value)
                 except StopIteration as stop:
-                    return stop.value
+                    return cast("R", stop.value)
                 value = None
                 if isinstance(action, Sleep):
                     await self._sleep(action.seconds)
@@ -416,7 +425,7 @@ class AsyncAPIClient(BaseClient):
             plan.close()
 
 
-class SyncPager(Generic[R]):
+class SyncPager(Generic[T]):
     """Auto-paginating iterator over a list endpoint (``for item in client.files.list()``).
 
     The first page is fetched when the pager is made, so a bad request fails at the call; later
@@ -424,20 +433,20 @@ class SyncPager(Generic[R]):
     ``has_more``.
     """
 
-    def __init__(self, client: SyncAPIClient, plan: Callable[[str | None], Plan[Any]]) -> None:
+    def __init__(self, client: SyncAPIClient, plan: PagePlan[T]) -> None:
         self._client = client
         self._plan = plan
-        self.first_page = client._run(plan(None))
+        self.first_page: CursorPage[T] = client._run(plan(None))
 
     @property
-    def data(self) -> list[R]:
+    def data(self) -> list[T]:
         return list(self.first_page.data)
 
     @property
     def has_more(self) -> bool:
-        return bool(self.first_page.has_more)
+        return self.first_page.has_more
 
-    def pages(self) -> Iterator[Any]:
+    def pages(self) -> Iterator[CursorPage[T]]:
         page = self.first_page
         while True:
             yield page
@@ -445,22 +454,22 @@ class SyncPager(Generic[R]):
                 return
             page = self._client._run(self._plan(page.data[-1].id))
 
-    def __iter__(self) -> Iterator[R]:
+    def __iter__(self) -> Iterator[T]:
         for page in self.pages():
             yield from page.data
 
 
-class AsyncPager(Generic[R]):
+class AsyncPager(Generic[T]):
     """``async for item in client.files.list()``; ``await pager.get_first_page()`` for one page."""
 
-    def __init__(self, client: AsyncAPIClient, plan: Callable[[str | None], Plan[Any]]) -> None:
+    def __init__(self, client: AsyncAPIClient, plan: PagePlan[T]) -> None:
         self._client = client
         self._plan = plan
 
-    async def get_first_page(self) -> Any:
+    async def get_first_page(self) -> CursorPage[T]:
         return await self._client._run(self._plan(None))
 
-    async def pages(self) -> AsyncIterator[Any]:
+    async def pages(self) -> AsyncIterator[CursorPage[T]]:
         page = await self.get_first_page()
         while True:
             yield page
@@ -468,7 +477,7 @@ class AsyncPager(Generic[R]):
                 return
             page = await self._client._run(self._plan(page.data[-1].id))
 
-    async def __aiter__(self) -> AsyncIterator[R]:
+    async def __aiter__(self) -> AsyncIterator[T]:
         async for page in self.pages():
             for item in page.data:
                 yield item

@@ -99,15 +99,16 @@ class RichReporter:
         total = int(fields["total"]) if fields["total"] else None
         step = int(fields["step"]) if fields["step"] else 0
         description = f"{job.id} {fields['status']}"
-        extra = {"loss": fields["loss"] or "-", "eta": fields["eta"] or "-",
-                 "cost": fields["cost"] if job.done else "-"}
+        loss, eta = fields["loss"] or "-", fields["eta"] or "-"
+        cost = fields["cost"] if job.done else "-"
         if self.task is None:
-            self.task = self.progress.add_task(description, total=total, completed=step, **extra)
+            self.task = self.progress.add_task(description, total=total, completed=step,
+                                               loss=loss, eta=eta, cost=cost)
         else:
             if job.status == "succeeded" and total:
                 step = total
             self.progress.update(self.task, description=description, total=total,
-                                 completed=step, **extra)
+                                 completed=step, loss=loss, eta=eta, cost=cost)
 
     def close(self) -> None:
         self.progress.stop()

@@ -442,7 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(group: Any, name: str, handler: Callable[..., int], help_text: str
                 ) -> argparse.ArgumentParser:
-        sub = group.add_parser(name, parents=[common], help=help_text, description=help_text)
+        sub: argparse.ArgumentParser = group.add_parser(name, parents=[common], help=help_text,
+                                                        description=help_text)
         sub.set_defaults(handler=handler)
         return sub
 
@@ -530,7 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits 2 on a usage error
     out = Output(as_json=args.json)
     try:
-        return args.handler(args, out)
+        code: int = args.handler(args, out)
+        return code
     except UsageError as exc:
         parser.exit(EXIT_USAGE, f"posttrain: error: {exc}\n")
     except ConfigurationError as exc:

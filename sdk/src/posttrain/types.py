@@ -182,7 +182,7 @@ class Model(PosttrainModel):
     owned_by: str
 
 
-T = TypeVar("T", bound=BaseModel)
+T = TypeVar("T")
 
 
 class CursorPage(PosttrainModel, Generic[T]):

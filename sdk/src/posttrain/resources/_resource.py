@@ -12,7 +12,7 @@ C = TypeVar("C", SyncAPIClient, AsyncAPIClient)
 
 class Resource(Generic[C]):
     def __init__(self, client: C) -> None:
-        self._client = client
+        self._client: C = client
 
 
 def segment(value: str) -> str:

@@ -5,9 +5,17 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
-from posttrain._base_client import AsyncPager, Plan, Request, Sleep, SyncPager
+from posttrain._base_client import (
+    AsyncAPIClient,
+    AsyncPager,
+    PagePlan,
+    Plan,
+    Request,
+    Sleep,
+    SyncAPIClient,
+    SyncPager,
+)
 from posttrain._exceptions import FileValidationError, WaitTimeoutError
 from posttrain.resources._resource import Resource, segment
 from posttrain.types import CursorPage, FileDeleted, FileObject
@@ -52,30 +60,37 @@ def upload_plan(path: PathLike, *, purpose: str, wait: bool, poll_interval: floa
     return (yield from wait_plan(file.id, poll_interval=poll_interval, timeout=timeout))
 
 
-def list_plan(purpose: str | None, limit: int | None) -> Any:
+def list_plan(purpose: str | None, limit: int | None) -> PagePlan[FileObject]:
     def page(after: str | None) -> Plan[CursorPage[FileObject]]:
-        return (yield Request("GET", "/files", cast=CursorPage[FileObject],
-                              params={"after": after, "limit": limit, "purpose": purpose}))
+        result: CursorPage[FileObject] = yield Request(
+            "GET", "/files", cast=CursorPage[FileObject],
+            params={"after": after, "limit": limit, "purpose": purpose})
+        return result
     return page
 
 
 def retrieve_plan(file_id: str) -> Plan[FileObject]:
-    return (yield Request("GET", f"/files/{segment(file_id)}", cast=FileObject))
+    result: FileObject = yield Request("GET", f"/files/{segment(file_id)}", cast=FileObject)
+    return result
 
 
 def delete_plan(file_id: str) -> Plan[FileDeleted]:
-    return (yield Request("DELETE", f"/files/{segment(file_id)}", cast=FileDeleted))
+    result: FileDeleted = yield Request("DELETE", f"/files/{segment(file_id)}", cast=FileDeleted)
+    return result
 
 
 def content_plan(file_id: str) -> Plan[bytes]:
-    return (yield Request("GET", f"/files/{segment(file_id)}/content", raw=True))
+    result: bytes = yield Request("GET", f"/files/{segment(file_id)}/content", raw=True)
+    return result
 
 
 def download_plan(file_id: str, path: PathLike) -> Plan[Path]:
-    return (yield Request("GET", f"/files/{segment(file_id)}/content", download_to=Path(path)))
+    result: Path = yield Request("GET", f"/files/{segment(file_id)}/content",
+                                 download_to=Path(path))
+    return result
 
 
-class Files(Resource[Any]):
+class Files(Resource[SyncAPIClient]):
     def upload(self, path: PathLike, *, purpose: str = "fine-tune", wait: bool = True,
                poll_interval: float = 0.5, timeout: float = 600.0,
                idempotency_key: str | None = None) -> FileObject:
@@ -111,7 +126,7 @@ class Files(Resource[Any]):
         return self._client._run(download_plan(file_id, path))
 
 
-class AsyncFiles(Resource[Any]):
+class AsyncFiles(Resource[AsyncAPIClient]):
     async def upload(self, path: PathLike, *, purpose: str = "fine-tune", wait: bool = True,
                      poll_interval: float = 0.5, timeout: float = 600.0,
                      idempotency_key: str | None = None) -> FileObject:

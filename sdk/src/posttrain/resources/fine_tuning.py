@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from posttrain._archive import safe_extract
-from posttrain._base_client import AsyncPager, Emit, Plan, Request, Sleep, SyncPager
+from posttrain._base_client import (
+    AsyncAPIClient,
+    AsyncPager,
+    Emit,
+    PagePlan,
+    Plan,
+    Request,
+    Sleep,
+    SyncAPIClient,
+    SyncPager,
+)
 from posttrain._exceptions import WaitTimeoutError
 from posttrain._progress import make_reporter
 from posttrain.resources._resource import Resource, segment
@@ -46,34 +56,41 @@ def job_path(job_id: str, suffix: str = "") -> str:
 
 
 def create_plan(body: dict[str, Any], idempotency_key: str | None) -> Plan[FineTuningJob]:
-    return (yield Request("POST", "/fine_tuning/jobs", cast=FineTuningJob, json=body,
-                          idempotency_key=idempotency_key))
+    result: FineTuningJob = yield Request("POST", "/fine_tuning/jobs", cast=FineTuningJob,
+                                          json=body, idempotency_key=idempotency_key)
+    return result
 
 
 def retrieve_plan(job_id: str) -> Plan[FineTuningJob]:
-    return (yield Request("GET", job_path(job_id), cast=FineTuningJob))
+    result: FineTuningJob = yield Request("GET", job_path(job_id), cast=FineTuningJob)
+    return result
 
 
 def cancel_plan(job_id: str, idempotency_key: str | None) -> Plan[FineTuningJob]:
-    return (yield Request("POST", job_path(job_id, "/cancel"), cast=FineTuningJob,
-                          idempotency_key=idempotency_key))
+    result: FineTuningJob = yield Request("POST", job_path(job_id, "/cancel"),
+                                          cast=FineTuningJob, idempotency_key=idempotency_key)
+    return result
 
 
-def list_plan(limit: int | None, metadata: Mapping[str, str] | None) -> Any:
+def list_plan(limit: int | None, metadata: Mapping[str, str] | None
+              ) -> PagePlan[FineTuningJob]:
     params: dict[str, Any] = {"limit": limit}
     params.update({f"metadata[{key}]": value for key, value in (metadata or {}).items()})
 
     def page(after: str | None) -> Plan[CursorPage[FineTuningJob]]:
-        return (yield Request("GET", "/fine_tuning/jobs", cast=CursorPage[FineTuningJob],
-                              params={**params, "after": after}))
+        result: CursorPage[FineTuningJob] = yield Request(
+            "GET", "/fine_tuning/jobs", cast=CursorPage[FineTuningJob],
+            params={**params, "after": after})
+        return result
     return page
 
 
-def checkpoints_plan(job_id: str, limit: int | None) -> Any:
+def checkpoints_plan(job_id: str, limit: int | None) -> PagePlan[FineTuningJobCheckpoint]:
     def page(after: str | None) -> Plan[CursorPage[FineTuningJobCheckpoint]]:
-        return (yield Request("GET", job_path(job_id, "/checkpoints"),
-                              cast=CursorPage[FineTuningJobCheckpoint],
-                              params={"after": after, "limit": limit}))
+        result: CursorPage[FineTuningJobCheckpoint] = yield Request(
+            "GET", job_path(job_id, "/checkpoints"), cast=CursorPage[FineTuningJobCheckpoint],
+            params={"after": after, "limit": limit})
+        return result
     return page
 
 
@@ -137,7 +154,7 @@ def extract_plan(path: str, directory: Path) -> Plan[Path]:
     return directory
 
 
-class Jobs(Resource[Any]):
+class Jobs(Resource[SyncAPIClient]):
     def create(self, *, model: str, training_file: str, validation_file: str | None = None,
                method: Mapping[str, Any] | None = None,
                hyperparameters: Mapping[str, Any] | None = None, suffix: str | None = None,
@@ -196,7 +213,7 @@ class Jobs(Resource[Any]):
                                                           Path(directory)))
 
 
-class AsyncJobs(Resource[Any]):
+class AsyncJobs(Resource[AsyncAPIClient]):
     async def create(self, *, model: str, training_file: str,
                      validation_file: str | None = None,
                      method: Mapping[str, Any] | None = None,
@@ -247,13 +264,13 @@ class AsyncJobs(Resource[Any]):
                                                                 Path(directory)))
 
 
-class FineTuning(Resource[Any]):
-    def __init__(self, client: Any) -> None:
+class FineTuning(Resource[SyncAPIClient]):
+    def __init__(self, client: SyncAPIClient) -> None:
         super().__init__(client)
         self.jobs = Jobs(client)
 
 
-class AsyncFineTuning(Resource[Any]):
-    def __init__(self, client: Any) -> None:
+class AsyncFineTuning(Resource[AsyncAPIClient]):
+    def __init__(self, client: AsyncAPIClient) -> None:
         super().__init__(client)
         self.jobs = AsyncJobs(client)

@@ -3,30 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from posttrain._base_client import AsyncPager, Plan, Request, SyncPager
+from posttrain._base_client import (
+    AsyncAPIClient,
+    AsyncPager,
+    PagePlan,
+    Plan,
+    Request,
+    SyncAPIClient,
+    SyncPager,
+)
 from posttrain.resources._resource import Resource, segment
 from posttrain.resources.fine_tuning import extract_plan
 from posttrain.types import CursorPage, Model
 
 
-def list_plan() -> Any:
+def list_plan() -> PagePlan[Model]:
     def page(after: str | None) -> Plan[CursorPage[Model]]:
-        return (yield Request("GET", "/models", cast=CursorPage[Model],
-                              params={"after": after}))
+        result: CursorPage[Model] = yield Request("GET", "/models", cast=CursorPage[Model],
+                                                  params={"after": after})
+        return result
     return page
 
 
 def retrieve_plan(model: str) -> Plan[Model]:
-    return (yield Request("GET", f"/models/{segment(model)}", cast=Model))
+    result: Model = yield Request("GET", f"/models/{segment(model)}", cast=Model)
+    return result
 
 
 def download_plan(model: str, directory: Path) -> Plan[Path]:
     return (yield from extract_plan(f"/models/{segment(model)}/content", directory))
 
 
-class Models(Resource[Any]):
+class Models(Resource[SyncAPIClient]):
     def list(self) -> SyncPager[Model]:
         return SyncPager(self._client, list_plan())
 
@@ -42,7 +51,7 @@ class Models(Resource[Any]):
         return self._client._run(download_plan(model, Path(directory)))
 
 
-class AsyncModels(Resource[Any]):
+class AsyncModels(Resource[AsyncAPIClient]):
     def list(self) -> AsyncPager[Model]:
         return AsyncPager(self._client, list_plan())
 
