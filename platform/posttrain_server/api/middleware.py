@@ -1,10 +1,8 @@
-"""API middleware: a request id on every response, and JSON errors even when Django, not DRF,
-produces the response."""
+"""Keeps API routes speaking JSON even when Django, not DRF, produces the response."""
 
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
@@ -36,29 +34,3 @@ class ApiErrorMiddleware:
             return None
         logger.exception("unhandled error on %s %s", request.method, request.path)
         return json_error(500, "The server had an error processing your request.", "server_error")
-
-
-class RequestIdMiddleware:
-    """Sets ``x-request-id`` on every response (OpenAI's clients and ours report it in errors).
-
-    A well-formed id sent by a proxy or client (``X-Request-Id``) is kept so one request keeps
-    one id across hops; otherwise a random one is made. It is also put on the request
-    (``request.request_id``) for logging.
-    """
-
-    HEADER = "x-request-id"
-    _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        incoming = request.headers.get(self.HEADER, "")
-        if incoming and len(incoming) <= 128 and set(incoming) <= self._ALLOWED:
-            request_id = incoming
-        else:
-            request_id = f"req_{secrets.token_hex(16)}"
-        request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
-        response[self.HEADER] = request_id
-        return response

@@ -98,7 +98,7 @@ class RichReporter:
         fields = describe(job)
         total = int(fields["total"]) if fields["total"] else None
         step = int(fields["step"]) if fields["step"] else 0
-        description = f"{job.id} {fields['status']}"
+        description = f"{fields['status']:<9}"  # the CLI prints the job id above the bar
         loss, eta = fields["loss"] or "-", fields["eta"] or "-"
         cost = fields["cost"] if job.done else "-"
         if self.task is None:

@@ -112,6 +112,10 @@ def _when(timestamp: int | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _loss(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else ""
+
+
 def _key_values(items: Sequence[str] | None, option: str) -> dict[str, str] | None:
     if not items:
         return None
@@ -385,7 +389,7 @@ def jobs_checkpoints(args: argparse.Namespace, out: Output) -> int:
     else:
         out.table(["id", "step", "checkpoint", "trained tokens", "loss", "created"],
                   [(c.id, c.step_number, c.fine_tuned_model_checkpoint, c.trained_tokens,
-                    (c.metrics or {}).get("train_loss"), _when(c.created_at))
+                    _loss((c.metrics or {}).get("train_loss")), _when(c.created_at))
                    for c in checkpoints])
     return EXIT_OK
 
