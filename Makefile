@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_VAR ?= $(CURDIR)/var/test
 
-.PHONY: demo serve test test-fast lint typecheck schema benchmark clean
+.PHONY: demo serve test test-fast lint schema benchmark clean
 
 # requirements.txt installs the SDK (./sdk, editable, with the CLI) for the platform, the workers
 # and the `posttrain` command.
@@ -34,6 +34,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+.PHONY: typecheck
 typecheck: $(STAMP)
 	cd sdk && ../$(PY) -m mypy
 
