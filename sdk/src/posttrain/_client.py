@@ -7,7 +7,16 @@ from collections.abc import Mapping
 import httpx
 
 from posttrain._base_client import DEFAULT_MAX_RETRIES, AsyncAPIClient, SyncAPIClient
-from posttrain.resources import AsyncFiles, AsyncFineTuning, AsyncModels, Files, FineTuning, Models
+from posttrain.resources import (
+    AsyncFiles,
+    AsyncFineTuning,
+    AsyncModels,
+    AsyncOrganization,
+    Files,
+    FineTuning,
+    Models,
+    Organization,
+)
 
 
 class Posttrain(SyncAPIClient):
@@ -29,6 +38,7 @@ class Posttrain(SyncAPIClient):
         self.files = Files(self)
         self.fine_tuning = FineTuning(self)
         self.models = Models(self)
+        self.organization = Organization(self)
 
     def __enter__(self) -> Posttrain:
         return self
@@ -48,6 +58,7 @@ class AsyncPosttrain(AsyncAPIClient):
         self.files = AsyncFiles(self)
         self.fine_tuning = AsyncFineTuning(self)
         self.models = AsyncModels(self)
+        self.organization = AsyncOrganization(self)
 
     async def __aenter__(self) -> AsyncPosttrain:
         return self

@@ -277,25 +277,41 @@ def _method(args: argparse.Namespace) -> dict[str, Any] | None:
     return {"type": method_type, method_type: {"hyperparameters": hyper}}
 
 
-def jobs_create(args: argparse.Namespace, out: Output) -> int:
-    client = _client(args)
-    training_file = args.training_file
-    if Path(training_file).is_file():  # a local dataset: upload it first
-        uploaded = client.files.upload(training_file)
-        training_file = uploaded.id
-        if not out.json:
-            out.line(f"uploaded {args.training_file} as {uploaded.id}")
+def _uploaded(client: Posttrain, value: str | None, out: Output) -> str | None:
+    """A file id as is; a local path is uploaded first (and validated) and its id used."""
+    if value is None or not Path(value).is_file():
+        return value
+    uploaded = client.files.upload(value)
+    if not out.json:
+        out.line(f"uploaded {value} as {uploaded.id}")
+    return uploaded.id
+
+
+def _job_body(client: Posttrain, args: argparse.Namespace, out: Output) -> dict[str, Any]:
+    """The arguments ``jobs.create`` and ``jobs.estimate`` share, from the options."""
     extra = json.loads(args.body) if args.body else None
     if extra is not None and not isinstance(extra, dict):
         raise UsageError("--body must be a JSON object")
     lora = {key: value for key, value in (("r", args.lora_r), ("alpha", args.lora_alpha))
             if value is not None} or None
+    training_file = _uploaded(client, args.training_file, out)
+    assert training_file is not None  # required by the parser
+    return {"model": args.model, "training_file": training_file,
+            "validation_file": _uploaded(client, args.validation_file, out),
+            "method": _method(args), "seed": args.seed, "pool": args.pool,
+            "training_type": args.training_type, "lora": lora,
+            "max_seq_length": args.max_seq_length, "eval_samples": args.eval_samples,
+            "extra_body": extra}
+
+
+def jobs_create(args: argparse.Namespace, out: Output) -> int:
+    client = _client(args)
+    body = _job_body(client, args, out)
+    if args.max_cost is not None:
+        body["extra_body"] = {**(body["extra_body"] or {}), "max_cost": args.max_cost}
     job = client.fine_tuning.jobs.create(
-        model=args.model, training_file=training_file, validation_file=args.validation_file,
-        method=_method(args), suffix=args.suffix, seed=args.seed,
-        metadata=_key_values(args.metadata, "--metadata"), pool=args.pool,
-        training_type=args.training_type, lora=lora, max_seq_length=args.max_seq_length,
-        eval_samples=args.eval_samples, extra_body=extra, idempotency_key=args.idempotency_key)
+        **body, suffix=args.suffix, metadata=_key_values(args.metadata, "--metadata"),
+        idempotency_key=args.idempotency_key)
     if args.follow:
         return _follow(client, job.id, out)
     if args.wait:
@@ -394,6 +410,143 @@ def jobs_checkpoints(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def jobs_pause(args: argparse.Namespace, out: Output) -> int:
+    job = _client(args).fine_tuning.jobs.pause(args.job_id)
+    if out.json:
+        out.document(job)
+    else:
+        out.line(f"{job.id} {job.status}")
+    return EXIT_OK
+
+
+def jobs_resume(args: argparse.Namespace, out: Output) -> int:
+    job = _client(args).fine_tuning.jobs.resume(args.job_id, max_cost=args.max_cost,
+                                                clear_max_cost=args.no_max_cost)
+    if out.json:
+        out.document(job)
+    else:
+        out.line(f"{job.id} {job.status}")
+    return EXIT_OK
+
+
+def estimate(args: argparse.Namespace, out: Output) -> int:
+    client = _client(args)
+    quote = client.fine_tuning.jobs.estimate(**_job_body(client, args, out))
+    if out.json:
+        out.document(quote)
+        return EXIT_OK
+    out.line(f"{quote.model}, {quote.method}: {quote.trained_tokens} trained tokens "
+             f"({quote.n_epochs} epochs, seed {quote.seed}, price table "
+             f"{quote.price_version}); pool chosen: {quote.pool}")
+    out.table(["pool", "accelerator", "GPUs", "wall time", "GPU-hours", "tokens $",
+               "GPU $", "total $", "workers", "in budget"],
+              [(p.pool, p.accelerator, p.gpus,
+                _duration(p.wall_seconds), p.gpu_hours,
+                p.cost.tokens if p.cost else "", p.cost.compute if p.cost else "",
+                p.cost.total if p.cost else "", p.workers_online,
+                "" if p.within_budget is None else ("yes" if p.within_budget else "no"))
+               for p in quote.pools])
+    return EXIT_OK
+
+
+def _duration(seconds: Any) -> str:
+    if seconds is None:
+        return ""
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def usage(args: argparse.Namespace, out: Output) -> int:
+    buckets = _client(args).organization.usage(
+        start_time=args.start_time, end_time=args.end_time, bucket_width=args.bucket_width,
+        group_by=args.group_by.split(",") if args.group_by else None)
+    if out.json:
+        out.document(buckets)
+        return EXIT_OK
+    groups = [name for name in ("job_id", "pool", "method")
+              if any(getattr(r, name) for b in buckets for r in b.results)]
+    out.table(["from", "to", "kind", *groups, "quantity"],
+              [(_when(b.start_time), _when(b.end_time), r.kind,
+                *(getattr(r, name) for name in groups), r.quantity)
+               for b in buckets for r in b.results])
+    return EXIT_OK
+
+
+def invoices_list(args: argparse.Namespace, out: Output) -> int:
+    invoices = _client(args).organization.invoices.list()
+    if out.json:
+        out.document(invoices)
+    else:
+        out.table(["id", "from", "to", "status", "total $", "lines"],
+                  [(i.id, _when(i.period_start), _when(i.period_end), i.status, i.total,
+                    len(i.lines)) for i in invoices])
+    return EXIT_OK
+
+
+def invoices_get(args: argparse.Namespace, out: Output) -> int:
+    invoice = _client(args).organization.invoices.retrieve(args.invoice_id)
+    if out.json:
+        out.document(invoice)
+        return EXIT_OK
+    out.line(f"{invoice.id} {invoice.status} {_when(invoice.period_start)} - "
+             f"{_when(invoice.period_end)}: ${invoice.total}")
+    out.table(["kind", "pool", "method", "size", "quantity", "unit", "unit price $",
+               "amount $"],
+              [(line.kind, line.pool, line.method, line.size_class, line.quantity, line.unit,
+                line.unit_price, line.amount) for line in invoice.lines])
+    return EXIT_OK
+
+
+def invoices_download(args: argparse.Namespace, out: Output) -> int:
+    path = _client(args).organization.invoices.download(args.invoice_id, args.output)
+    if out.json:
+        out.document({"id": args.invoice_id, "path": str(path)})
+    else:
+        out.line(f"{args.invoice_id} -> {path}")
+    return EXIT_OK
+
+
+def _json_argument(value: str, option: str) -> Any:
+    """Inline JSON, or ``@path`` / an existing path holding JSON."""
+    text = value
+    candidate = Path(value[1:] if value.startswith("@") else value)
+    if value.startswith("@") or (not value.lstrip().startswith(("{", "[")) and
+                                 candidate.is_file()):
+        if not candidate.is_file():
+            raise UsageError(f"{option}: no such file: {candidate}")
+        text = candidate.read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option} is not valid JSON: {exc}") from None
+
+
+def graders_run(args: argparse.Namespace, out: Output) -> int:
+    grader = _json_argument(args.grader, "--grader")
+    item = _json_argument(args.item, "--item") if args.item else None
+    result = _client(args).fine_tuning.alpha.graders.run(grader=grader,
+                                                          model_sample=args.sample, item=item)
+    if out.json:
+        out.document(result)
+    else:
+        out.fields([("reward", result.reward), ("sub-rewards", result.sub_rewards),
+                    ("error", result.error),
+                    ("errors", {k: v for k, v in ((result.metadata or {}).get("errors") or {})
+                                .items() if v} or None)])
+    return EXIT_OK
+
+
+def graders_validate(args: argparse.Namespace, out: Output) -> int:
+    checked = _client(args).fine_tuning.alpha.graders.validate(
+        grader=_json_argument(args.grader, "--grader"))
+    if out.json:
+        out.document(checked)
+    else:
+        out.line("valid")
+    return EXIT_OK
+
+
 # --- models --------------------------------------------------------------------------------
 
 def models_list(args: argparse.Namespace, out: Output) -> int:
@@ -426,6 +579,26 @@ def _client(args: argparse.Namespace) -> Posttrain:
                      timeout=args.timeout)
 
 
+def _job_body_arguments(sub: argparse.ArgumentParser) -> None:
+    """The request body options ``jobs create`` and ``estimate`` share."""
+    sub.add_argument("--model", required=True)
+    sub.add_argument("--training-file", required=True,
+                     help="a file id, or a local JSONL path (uploaded first)")
+    sub.add_argument("--validation-file", help="a file id, or a local JSONL path")
+    sub.add_argument("--method", choices=["supervised", "dpo", "reinforcement"])
+    sub.add_argument("--n-epochs", type=_number)
+    sub.add_argument("--batch-size", type=_number)
+    sub.add_argument("--learning-rate-multiplier", type=_number)
+    sub.add_argument("--seed", type=int)
+    sub.add_argument("--pool", help="Posttrain extension: the pool to run on")
+    sub.add_argument("--training-type", choices=["lora", "full"])
+    sub.add_argument("--lora-r", type=int)
+    sub.add_argument("--lora-alpha", type=int)
+    sub.add_argument("--max-seq-length", type=int)
+    sub.add_argument("--eval-samples", type=int)
+    sub.add_argument("--body", help="extra JSON fields for the request body")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -442,7 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     from posttrain._version import __version__
 
     parser.add_argument("--version", action="version", version=f"posttrain {__version__}")
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{files,jobs,models}")
+    groups = parser.add_subparsers(
+        dest="group", required=True,
+        metavar="{files,jobs,estimate,models,usage,invoices,graders}")
 
     def command(group: Any, name: str, handler: Callable[..., int], help_text: str
                 ) -> argparse.ArgumentParser:
@@ -478,24 +653,10 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = groups.add_parser("jobs", help="create and watch fine-tuning jobs")
     jobs_commands = jobs.add_subparsers(dest="command", required=True)
     sub = command(jobs_commands, "create", jobs_create, "start a fine-tuning job")
-    sub.add_argument("--model", required=True)
-    sub.add_argument("--training-file", required=True,
-                     help="a file id, or a local JSONL path (uploaded first)")
-    sub.add_argument("--validation-file")
-    sub.add_argument("--method", choices=["supervised", "dpo", "reinforcement"])
-    sub.add_argument("--n-epochs", type=_number)
-    sub.add_argument("--batch-size", type=_number)
-    sub.add_argument("--learning-rate-multiplier", type=_number)
+    _job_body_arguments(sub)
     sub.add_argument("--suffix")
-    sub.add_argument("--seed", type=int)
     sub.add_argument("--metadata", action="append", metavar="KEY=VALUE")
-    sub.add_argument("--pool", help="Posttrain extension: the pool to run on")
-    sub.add_argument("--training-type", choices=["lora", "full"])
-    sub.add_argument("--lora-r", type=int)
-    sub.add_argument("--lora-alpha", type=int)
-    sub.add_argument("--max-seq-length", type=int)
-    sub.add_argument("--eval-samples", type=int)
-    sub.add_argument("--body", help="extra JSON fields for the request body")
+    sub.add_argument("--max-cost", help="Posttrain extension: pause the job at this cost (USD)")
     sub.add_argument("--idempotency-key")
     mode = sub.add_mutually_exclusive_group()
     mode.add_argument("--wait", action="store_true", help="show progress until the job ends")
@@ -510,9 +671,46 @@ def build_parser() -> argparse.ArgumentParser:
             ("follow", jobs_follow, "print the job's events until it ends")):
         sub = command(jobs_commands, name, handler, text)
         sub.add_argument("job_id")
+    sub = command(jobs_commands, "pause", jobs_pause,
+                  "pause a job (a running one checkpoints and stops at its next step)")
+    sub.add_argument("job_id")
+    sub = command(jobs_commands, "resume", jobs_resume,
+                  "resume a paused job from its checkpoint")
+    sub.add_argument("job_id")
+    cap = sub.add_mutually_exclusive_group()
+    cap.add_argument("--max-cost", help="a new cost cap (USD)")
+    cap.add_argument("--no-max-cost", action="store_true", help="remove the cost cap")
     sub = command(jobs_commands, "checkpoints", jobs_checkpoints, "list or download checkpoints")
     sub.add_argument("job_id")
     sub.add_argument("--download", nargs=2, metavar=("CHECKPOINT_ID", "DIR"))
+
+    sub = command(groups, "estimate", estimate,
+                  "what a job would cost on every pool, side by side (nothing is written)")
+    _job_body_arguments(sub)
+
+    sub = command(groups, "usage", usage, "usage over time, in buckets")
+    sub.add_argument("--start-time", type=int, help="Unix seconds (default: 30 days ago)")
+    sub.add_argument("--end-time", type=int, help="Unix seconds (default: now)")
+    sub.add_argument("--bucket-width", choices=["1d", "1h"])
+    sub.add_argument("--group-by", help="comma-separated: job,pool,method,kind")
+
+    invoices = groups.add_parser("invoices", help="monthly invoices")
+    invoices_commands = invoices.add_subparsers(dest="command", required=True)
+    command(invoices_commands, "list", invoices_list, "one invoice per month")
+    sub = command(invoices_commands, "get", invoices_get, "an invoice and its lines")
+    sub.add_argument("invoice_id")
+    sub = command(invoices_commands, "download", invoices_download, "an invoice as CSV")
+    sub.add_argument("invoice_id")
+    sub.add_argument("output", help="path to write")
+
+    graders = groups.add_parser("graders", help="try graders on a sample")
+    graders_commands = graders.add_subparsers(dest="command", required=True)
+    sub = command(graders_commands, "run", graders_run, "score one model sample with a grader")
+    sub.add_argument("--grader", required=True, help="the grader as JSON, or @FILE")
+    sub.add_argument("--sample", required=True, help="the model's output text")
+    sub.add_argument("--item", help="the dataset row as JSON, or @FILE")
+    sub = command(graders_commands, "validate", graders_validate, "check a grader")
+    sub.add_argument("--grader", required=True, help="the grader as JSON, or @FILE")
 
     models = groups.add_parser("models", help="list and download models")
     models_commands = models.add_subparsers(dest="command", required=True)

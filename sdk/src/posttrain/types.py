@@ -14,6 +14,14 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "CursorPage",
+    "GraderRun",
+    "GraderValidation",
+    "Invoice",
+    "InvoiceLine",
+    "JobEstimate",
+    "PoolQuote",
+    "UsageBucket",
+    "UsageResult",
     "FileDeleted",
     "FileObject",
     "FileValidation",
@@ -116,6 +124,37 @@ class JobError(PosttrainModel):
     param: str | None = None
 
 
+class PoolQuote(PosttrainModel):
+    """One pool's quote: GPUs, wall time, GPU-hours and dollars for a job's tokens."""
+
+    pool: str
+    accelerator: str | None = None
+    gpus: int | None = None
+    trained_tokens: int | None = None
+    wall_seconds: Decimal | None = None
+    gpu_hours: Decimal | None = None
+    workers_online: int | None = None
+    within_budget: bool | None = None
+    cost: JobCost | None = None
+
+
+class JobEstimate(PosttrainModel):
+    """``jobs.estimate``: exact trained tokens, and a quote on every enabled pool."""
+
+    object: str = "fine_tuning.job.estimate"
+    model: str
+    method: str | None = None
+    size_class: str | None = None
+    seed: int | None = None
+    n_epochs: int | None = None
+    trained_tokens: int | None = None
+    price_version: str | None = None
+    pool: str | None = None
+    monthly_budget: Decimal | None = None
+    month_spend: Decimal | None = None
+    pools: list[PoolQuote] = []
+
+
 class FineTuningJob(PosttrainModel):
     id: str
     object: str = "fine_tuning.job"
@@ -147,6 +186,9 @@ class FineTuningJob(PosttrainModel):
     usage: JobUsage | None = None
     cost: JobCost | None = None
     eval: JobEval | None = None
+    quoted_cost: JobCost | None = None
+    max_cost: Decimal | None = None
+    alternatives: list[PoolQuote] | None = None
 
     @property
     def done(self) -> bool:
@@ -180,6 +222,61 @@ class Model(PosttrainModel):
     object: str = "model"
     created: int
     owned_by: str
+
+
+class UsageResult(PosttrainModel):
+    """Usage of one kind (and group: ``job_id``, ``pool``, ``method``) within a bucket."""
+
+    object: str = "organization.usage.fine_tuning"
+    kind: str
+    quantity: Decimal
+    job_id: str | None = None
+    pool: str | None = None
+    method: str | None = None
+
+
+class UsageBucket(PosttrainModel):
+    object: str = "bucket"
+    start_time: int
+    end_time: int
+    results: list[UsageResult] = []
+
+
+class InvoiceLine(PosttrainModel):
+    kind: str
+    pool: str | None = None
+    method: str | None = None
+    size_class: str | None = None
+    price_version: str | None = None
+    quantity: Decimal
+    unit: str | None = None
+    unit_price: Decimal
+    amount: Decimal
+
+
+class Invoice(PosttrainModel):
+    """One month's invoice (the current month's is a draft); ``total`` is the sum of lines."""
+
+    id: str
+    object: str = "invoice"
+    period_start: int
+    period_end: int
+    status: str
+    currency: str = "usd"
+    total: Decimal
+    lines: list[InvoiceLine] = []
+
+
+class GraderRun(PosttrainModel):
+    reward: float
+    metadata: dict[str, Any] | None = None
+    sub_rewards: dict[str, Any] | None = None
+    model_grader_token_usage_per_model: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class GraderValidation(PosttrainModel):
+    grader: dict[str, Any]
 
 
 T = TypeVar("T")

@@ -3,6 +3,7 @@
 from posttrain.resources.files import AsyncFiles, Files
 from posttrain.resources.fine_tuning import AsyncFineTuning, AsyncJobs, FineTuning, Jobs
 from posttrain.resources.models import AsyncModels, Models
+from posttrain.resources.organization import AsyncOrganization, Organization
 
-__all__ = ["AsyncFiles", "AsyncFineTuning", "AsyncJobs", "AsyncModels", "Files", "FineTuning",
-           "Jobs", "Models"]
+__all__ = ["AsyncFiles", "AsyncFineTuning", "AsyncJobs", "AsyncModels", "AsyncOrganization",
+           "Files", "FineTuning", "Jobs", "Models", "Organization"]

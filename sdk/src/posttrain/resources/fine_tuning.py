@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +29,9 @@ from posttrain.types import (
     FineTuningJob,
     FineTuningJobCheckpoint,
     FineTuningJobEvent,
+    GraderRun,
+    GraderValidation,
+    JobEstimate,
 )
 
 Progress = bool | Callable[[FineTuningJob], Any]
@@ -58,6 +62,45 @@ def job_path(job_id: str, suffix: str = "") -> str:
 def create_plan(body: dict[str, Any], idempotency_key: str | None) -> Plan[FineTuningJob]:
     result: FineTuningJob = yield Request("POST", "/fine_tuning/jobs", cast=FineTuningJob,
                                           json=body, idempotency_key=idempotency_key)
+    return result
+
+
+def estimate_plan(body: dict[str, Any]) -> Plan[JobEstimate]:
+    result: JobEstimate = yield Request("POST", "/fine_tuning/jobs/estimate", cast=JobEstimate,
+                                        json=body)
+    return result
+
+
+def pause_plan(job_id: str, idempotency_key: str | None) -> Plan[FineTuningJob]:
+    result: FineTuningJob = yield Request("POST", job_path(job_id, "/pause"),
+                                          cast=FineTuningJob, idempotency_key=idempotency_key)
+    return result
+
+
+def resume_plan(job_id: str, body: dict[str, Any], idempotency_key: str | None
+                ) -> Plan[FineTuningJob]:
+    result: FineTuningJob = yield Request("POST", job_path(job_id, "/resume"),
+                                          cast=FineTuningJob, json=body,
+                                          idempotency_key=idempotency_key)
+    return result
+
+
+def resume_body(max_cost: Decimal | str | None, clear_max_cost: bool) -> dict[str, Any]:
+    """``max_cost`` as a decimal string (never a float); ``clear_max_cost`` sends null."""
+    if clear_max_cost:
+        return {"max_cost": None}
+    return {} if max_cost is None else {"max_cost": str(Decimal(str(max_cost)))}
+
+
+def grader_run_plan(body: dict[str, Any]) -> Plan[GraderRun]:
+    result: GraderRun = yield Request("POST", "/fine_tuning/alpha/graders/run", cast=GraderRun,
+                                      json=body)
+    return result
+
+
+def grader_validate_plan(grader: Mapping[str, Any]) -> Plan[GraderValidation]:
+    result: GraderValidation = yield Request("POST", "/fine_tuning/alpha/graders/validate",
+                                             cast=GraderValidation, json={"grader": grader})
     return result
 
 
@@ -173,6 +216,35 @@ class Jobs(Resource[SyncAPIClient]):
                            extra_body=extra_body)
         return self._client._run(create_plan(body, idempotency_key))
 
+    def estimate(self, *, model: str, training_file: str, validation_file: str | None = None,
+                 method: Mapping[str, Any] | None = None,
+                 hyperparameters: Mapping[str, Any] | None = None, seed: int | None = None,
+                 pool: str | None = None, training_type: str | None = None,
+                 lora: Mapping[str, Any] | None = None, max_seq_length: int | None = None,
+                 eval_samples: int | None = None, extra_body: Mapping[str, Any] | None = None
+                 ) -> JobEstimate:
+        """What ``create`` with the same arguments would cost, on every enabled pool; nothing
+        is written. Pass the returned ``seed`` to ``create`` so the bill's tokens match."""
+        body = create_body(model=model, training_file=training_file,
+                           validation_file=validation_file, method=method,
+                           hyperparameters=hyperparameters, suffix=None, seed=seed,
+                           metadata=None, pool=pool, training_type=training_type, lora=lora,
+                           max_seq_length=max_seq_length, eval_samples=eval_samples,
+                           extra_body=extra_body)
+        return self._client._run(estimate_plan(body))
+
+    def pause(self, job_id: str, *, idempotency_key: str | None = None) -> FineTuningJob:
+        """Queued: ``paused`` at once; running: ``pausing``, then ``paused`` at its next step
+        with a checkpoint."""
+        return self._client._run(pause_plan(job_id, idempotency_key))
+
+    def resume(self, job_id: str, *, max_cost: Decimal | str | None = None,
+               clear_max_cost: bool = False, idempotency_key: str | None = None
+               ) -> FineTuningJob:
+        """Continue a paused job from its checkpoint; ``max_cost`` sets a new cap (USD)."""
+        return self._client._run(resume_plan(job_id, resume_body(max_cost, clear_max_cost),
+                                             idempotency_key))
+
     def list(self, *, limit: int | None = None, metadata: Mapping[str, str] | None = None
              ) -> SyncPager[FineTuningJob]:
         return SyncPager(self._client, list_plan(limit, metadata))
@@ -232,6 +304,32 @@ class AsyncJobs(Resource[AsyncAPIClient]):
                            extra_body=extra_body)
         return await self._client._run(create_plan(body, idempotency_key))
 
+    async def estimate(self, *, model: str, training_file: str,
+                       validation_file: str | None = None,
+                       method: Mapping[str, Any] | None = None,
+                       hyperparameters: Mapping[str, Any] | None = None,
+                       seed: int | None = None, pool: str | None = None,
+                       training_type: str | None = None,
+                       lora: Mapping[str, Any] | None = None,
+                       max_seq_length: int | None = None, eval_samples: int | None = None,
+                       extra_body: Mapping[str, Any] | None = None) -> JobEstimate:
+        body = create_body(model=model, training_file=training_file,
+                           validation_file=validation_file, method=method,
+                           hyperparameters=hyperparameters, suffix=None, seed=seed,
+                           metadata=None, pool=pool, training_type=training_type, lora=lora,
+                           max_seq_length=max_seq_length, eval_samples=eval_samples,
+                           extra_body=extra_body)
+        return await self._client._run(estimate_plan(body))
+
+    async def pause(self, job_id: str, *, idempotency_key: str | None = None) -> FineTuningJob:
+        return await self._client._run(pause_plan(job_id, idempotency_key))
+
+    async def resume(self, job_id: str, *, max_cost: Decimal | str | None = None,
+                     clear_max_cost: bool = False, idempotency_key: str | None = None
+                     ) -> FineTuningJob:
+        return await self._client._run(resume_plan(
+            job_id, resume_body(max_cost, clear_max_cost), idempotency_key))
+
     def list(self, *, limit: int | None = None, metadata: Mapping[str, str] | None = None
              ) -> AsyncPager[FineTuningJob]:
         return AsyncPager(self._client, list_plan(limit, metadata))
@@ -264,13 +362,49 @@ class AsyncJobs(Resource[AsyncAPIClient]):
                                                                 Path(directory)))
 
 
+class Graders(Resource[SyncAPIClient]):
+    """``client.fine_tuning.alpha.graders``: try a grader on one sample (OpenAI's alpha API)."""
+
+    def run(self, *, grader: Mapping[str, Any], model_sample: str,
+            item: Mapping[str, Any] | None = None) -> GraderRun:
+        body = {"grader": grader, "model_sample": model_sample, "item": item or {}}
+        return self._client._run(grader_run_plan(body))
+
+    def validate(self, *, grader: Mapping[str, Any]) -> GraderValidation:
+        return self._client._run(grader_validate_plan(grader))
+
+
+class AsyncGraders(Resource[AsyncAPIClient]):
+    async def run(self, *, grader: Mapping[str, Any], model_sample: str,
+                  item: Mapping[str, Any] | None = None) -> GraderRun:
+        body = {"grader": grader, "model_sample": model_sample, "item": item or {}}
+        return await self._client._run(grader_run_plan(body))
+
+    async def validate(self, *, grader: Mapping[str, Any]) -> GraderValidation:
+        return await self._client._run(grader_validate_plan(grader))
+
+
+class Alpha(Resource[SyncAPIClient]):
+    def __init__(self, client: SyncAPIClient) -> None:
+        super().__init__(client)
+        self.graders = Graders(client)
+
+
+class AsyncAlpha(Resource[AsyncAPIClient]):
+    def __init__(self, client: AsyncAPIClient) -> None:
+        super().__init__(client)
+        self.graders = AsyncGraders(client)
+
+
 class FineTuning(Resource[SyncAPIClient]):
     def __init__(self, client: SyncAPIClient) -> None:
         super().__init__(client)
         self.jobs = Jobs(client)
+        self.alpha = Alpha(client)
 
 
 class AsyncFineTuning(Resource[AsyncAPIClient]):
     def __init__(self, client: AsyncAPIClient) -> None:
         super().__init__(client)
         self.jobs = AsyncJobs(client)
+        self.alpha = AsyncAlpha(client)
