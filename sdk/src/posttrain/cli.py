@@ -736,7 +736,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args, out)
         return code
     except UsageError as exc:
-        parser.exit(EXIT_USAGE, f"posttrain: error: {exc}\n")
+        parser.print_usage(sys.stderr)
+        out.error(f"posttrain: error: {exc}")
+        return EXIT_USAGE
     except ConfigurationError as exc:
         out.error(f"posttrain: {exc}")
         return EXIT_USAGE
