@@ -479,3 +479,15 @@ def test_the_async_client_retries_with_one_idempotency_key_and_paginates():
         await client.close()
 
     asyncio.run(scenario())
+
+
+def test_a_body_the_types_cannot_read_raises_a_response_validation_error():
+    recorder = Recorder(httpx.Response(200, headers={"x-request-id": "req_9"},
+                                       json={"id": "ftjob-1", "status": "queued"}))
+    client, _ = make_client(recorder)
+
+    with pytest.raises(posttrain.APIResponseValidationError) as raised:
+        client.fine_tuning.jobs.retrieve("ftjob-1")
+
+    assert raised.value.request_id == "req_9"
+    assert raised.value.body == {"id": "ftjob-1", "status": "queued"}

@@ -10,6 +10,7 @@ from posttrain._client import AsyncPosttrain, Posttrain
 from posttrain._exceptions import (
     APIConnectionError,
     APIError,
+    APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
     AuthenticationError,
@@ -32,6 +33,7 @@ from posttrain._version import __version__
 __all__ = [
     "APIConnectionError",
     "APIError",
+    "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
     "AsyncPager",

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from posttrain._exceptions import (
     APIConnectionError,
+    APIResponseValidationError,
     APIStatusError,
     APITimeoutError,
     ConfigurationError,
@@ -211,10 +212,20 @@ class BaseClient:
     def _parse(request: Request, response: httpx.Response) -> Any:
         if request.raw:
             return response.content
-        body = response.json()
-        if request.cast is not None:
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise APIResponseValidationError(
+                f"{request.method} {request.path}: the response is not JSON",
+                response=response, body=response.text) from exc
+        if request.cast is None:
+            return body
+        try:
             return request.cast.model_validate(body)
-        return body
+        except ValidationError as exc:
+            raise APIResponseValidationError(
+                f"{request.method} {request.path}: unexpected response: {exc}",
+                response=response, body=body) from exc
 
 
 def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

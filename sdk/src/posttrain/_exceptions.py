@@ -14,6 +14,7 @@ import httpx
 __all__ = [
     "APIConnectionError",
     "APIError",
+    "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
     "AuthenticationError",
@@ -73,6 +74,17 @@ class APITimeoutError(APIConnectionError):
 
     def __init__(self, request: httpx.Request) -> None:
         super().__init__(request, "Request timed out.")
+
+
+class APIResponseValidationError(APIError):
+    """The server answered 2xx with a body this SDK's types cannot read (a server newer or
+    older than the SDK); ``body`` holds the raw JSON, ``request_id`` names the request."""
+
+    def __init__(self, message: str, *, response: httpx.Response, body: object) -> None:
+        super().__init__(message, response.request, body=body)
+        self.response = response
+        self.status_code = response.status_code
+        self.request_id: str | None = response.headers.get("x-request-id")
 
 
 class APIStatusError(APIError):

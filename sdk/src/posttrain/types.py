@@ -186,7 +186,7 @@ class FineTuningJob(PosttrainModel):
     usage: JobUsage | None = None
     cost: JobCost | None = None
     eval: JobEval | None = None
-    quoted_cost: JobCost | None = None
+    quoted_cost: Decimal | None = None
     max_cost: Decimal | None = None
     alternatives: list[PoolQuote] | None = None
 
