@@ -491,3 +491,21 @@ def test_a_body_the_types_cannot_read_raises_a_response_validation_error():
 
     assert raised.value.request_id == "req_9"
     assert raised.value.body == {"id": "ftjob-1", "status": "queued"}
+
+
+def test_the_plain_progress_line_shows_step_loss_eta_and_the_final_cost(capsys):
+    from posttrain._progress import TextReporter
+    from posttrain.types import FineTuningJob
+
+    reporter = TextReporter()
+    running = FineTuningJob.model_validate(job_body(
+        status="running", estimated_finish=4_000_000_000,
+        progress={"step": 5, "total_steps": 15, "train_loss": 1.23456}))
+    reporter.update(running)
+    reporter.update(running)  # unchanged: not printed twice
+    reporter.update(FineTuningJob.model_validate(job_body(status="succeeded")))
+
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert "running step 5/15 loss 1.2346 eta " in lines[0]
+    assert lines[1].endswith("succeeded cost $0.069507")

@@ -27,9 +27,10 @@ def validation_error(file: FileObject) -> FileValidationError:
     report = file.validation
     errors = [issue.model_dump() for issue in report.errors] if report else []
     count = report.error_count if report else 0
-    return FileValidationError(
-        f"{file.filename} ({file.id}) failed validation: {file.status_details or 'invalid'}",
-        errors=errors, error_count=count or len(errors), file=file)
+    count = count or len(errors)
+    detail = (f"{count} error(s)" if errors else file.status_details) or "invalid"
+    return FileValidationError(f"{file.filename} ({file.id}) failed validation: {detail}",
+                               errors=errors, error_count=count, file=file)
 
 
 def wait_plan(file_id: str, *, poll_interval: float, timeout: float) -> Plan[FileObject]:
