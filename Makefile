@@ -7,9 +7,7 @@ TEST_VAR ?= $(CURDIR)/var/test
 
 .PHONY: demo serve test test-fast lint schema benchmark clean
 
-# requirements.txt installs the SDK (./sdk, editable, with the CLI) for the platform, the workers
-# and the `posttrain` command.
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt sdk/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: 2.13.0 is the CPU wheel on disk; any other version downloads GBs.
@@ -18,6 +16,10 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt sdk/pyproject.to
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# requirements.txt installs the SDK (./sdk, editable, with the CLI) for the platform, the
+# workers and the `posttrain` command; a change to its dependencies reinstalls.
+$(STAMP): sdk/pyproject.toml
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py
