@@ -17,6 +17,10 @@ $(STAMP): requirements*.txt constraints.txt
 
 install: $(STAMP)
 
+# requirements.txt installs the SDK (./sdk, editable, with the CLI) for the platform, the
+# workers and the `posttrain` command; a change to its dependencies reinstalls.
+$(STAMP): sdk/pyproject.toml
+
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
@@ -31,6 +35,10 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+
+.PHONY: typecheck
+typecheck: $(STAMP)
+	cd sdk && ../$(PY) -m mypy
 
 schema: $(STAMP)
 	$(PY) manage.py spectacular --file api_docs/openapi.yaml --validate

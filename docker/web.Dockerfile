@@ -8,7 +8,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus
 WORKDIR /app
 COPY requirements-common.txt requirements-web.txt constraints.txt ./
-RUN pip install -r requirements-web.txt -c constraints.txt
+COPY sdk ./sdk
+RUN pip install -r requirements-web.txt ./sdk -c constraints.txt
 COPY manage.py ./
 COPY platform ./platform
 COPY workers ./workers

@@ -9,8 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     POSTTRAIN_VAR_DIR=/var/lib/posttrain POSTTRAIN_WORK_DIR=/var/lib/posttrain/work
 WORKDIR /app
 COPY requirements-common.txt requirements-worker.txt constraints.txt ./
+COPY sdk ./sdk
 RUN pip install torch==2.13.0 --index-url "$TORCH_INDEX" \
-    && pip install -r requirements-worker.txt -c constraints.txt
+    && pip install -r requirements-worker.txt ./sdk -c constraints.txt
 COPY workers ./workers
 RUN useradd --uid 10001 --create-home posttrain \
     && mkdir -p /var/lib/posttrain/work && chown -R posttrain /var/lib/posttrain

@@ -1,195 +1,21 @@
-"""Dataset validation rules: one implementation for the server, the worker and local checks.
+"""Dataset validation rules, re-exported from the SDK (``posttrain.dataset_rules``).
 
-A dataset is JSONL: strict UTF-8, one JSON object per line. The rules are checked line by line
-on a bounded buffer, so a 500 MB upload is validated in constant memory, and every problem is
-reported with its 1-based line number, the way a user finds it in an editor.
+The implementation lives in the ``posttrain`` SDK so that ``posttrain files check FILE`` on a
+laptop and the platform's validation task run the very same code (one implementation, not
+two); this module keeps the historical import path working for the platform and the workers.
+The star import also passes on any public name added there later.
 """
 
-from __future__ import annotations
+from posttrain.dataset_rules import *  # noqa: F403
 
-import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO
-
-CHAT_ROLES = {"system", "developer", "user", "assistant"}
-MAX_REPORTED_ERRORS = 20
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_line_bytes: int = 1024 * 1024
-    min_examples: int = 10
-
-
-@dataclass
-class Report:
-    """What a user sees on the file object: the format found and the first errors by line."""
-
-    format: str | None = None
-    line_count: int = 0
-    example_count: int = 0
-    error_count: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
-
-    def add_error(self, line: int | None, message: str) -> None:
-        self.error_count += 1
-        if len(self.errors) < MAX_REPORTED_ERRORS:
-            self.errors.append({"line": line, "message": message})
-
-    @property
-    def ok(self) -> bool:
-        return self.error_count == 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "line_count": self.line_count,
-            "example_count": self.example_count,
-            "error_count": self.error_count,
-            "errors": self.errors,
-        }
-
-    def summary(self) -> str:
-        if self.ok:
-            return f"{self.example_count} {self.format} examples"
-        first = self.errors[0]
-        where = f"line {first['line']}: " if first["line"] else ""
-        more = f" (and {self.error_count - 1} more errors)" if self.error_count > 1 else ""
-        return f"{where}{first['message']}{more}"
-
-
-def detect_format(row: dict[str, Any]) -> str | None:
-    if "messages" in row:
-        return "chat"
-    if "input" in row and "preferred_output" in row:
-        return "preference"
-    return None
-
-
-def chat_row_errors(row: dict[str, Any]) -> list[str]:
-    """Why one chat example cannot be trained on (empty when it can)."""
-    messages = row.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return ["'messages' must be a non-empty list"]
-    errors: list[str] = []
-    roles: list[str] = []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            errors.append(f"{where} must be an object")
-            continue
-        role = message.get("role")
-        if not isinstance(role, str) or role not in CHAT_ROLES:
-            errors.append(
-                f"{where}.role {role!r} is not one of {', '.join(sorted(CHAT_ROLES))}"
-            )
-            continue
-        roles.append(role)
-        content = message.get("content")
-        if not isinstance(content, str):
-            errors.append(f"{where}.content must be a string")
-        elif not content.strip():
-            errors.append(f"{where}.content is empty")
-        weight = message.get("weight")
-        if weight is not None and (role != "assistant" or weight not in (0, 1)):
-            errors.append(f"{where}.weight must be 0 or 1, on assistant messages only")
-    if errors:
-        return errors
-    if "user" not in roles:
-        errors.append("needs at least one user message")
-    if "assistant" not in roles:
-        errors.append("needs at least one assistant message")
-    elif roles[-1] != "assistant":
-        errors.append("the last message must be from the assistant")
-    return errors
-
-
-ROW_CHECKS = {"chat": chat_row_errors}
-
-
-def _lines(stream: BinaryIO, limit: int) -> Iterable[tuple[int, bytes | None]]:
-    """Yield (line number, raw line); None for a line longer than ``limit`` (skipped unread)."""
-    number = 0
-    while True:
-        chunk = stream.readline(limit + 2)
-        if not chunk:
-            return
-        number += 1
-        if len(chunk.rstrip(b"\r\n")) > limit:
-            while chunk and not chunk.endswith(b"\n"):
-                chunk = stream.readline(1024 * 1024)
-            yield number, None
-            continue
-        yield number, chunk
-
-
-def validate_jsonl(stream: BinaryIO, *, expected_format: str | None = None,
-                   limits: Limits | None = None) -> Report:
-    """Check a whole dataset; the stream is read once, in bounded pieces."""
-    limits = limits or Limits()
-    report = Report()
-    for number, raw in _lines(stream, limits.max_line_bytes):
-        report.line_count = number
-        if raw is None:
-            report.add_error(number, f"line is longer than {limits.max_line_bytes} bytes")
-            continue
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            report.add_error(number, "file starts with a UTF-8 byte order mark; save it without")
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            report.add_error(number, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
-            continue
-        if not text.strip():
-            continue
-        if "\x00" in text:
-            report.add_error(number, "contains a NUL character")
-            continue
-        try:
-            row = json.loads(text)
-        except RecursionError:
-            report.add_error(number, "JSON is nested too deeply")
-            continue
-        except json.JSONDecodeError as exc:
-            report.add_error(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(row, dict):
-            report.add_error(number, "each line must be a JSON object")
-            continue
-        row_format = detect_format(row)
-        if row_format is None:
-            report.add_error(number, "unknown format: expected a 'messages' list (chat)")
-            continue
-        wanted = expected_format or report.format or row_format
-        if row_format != wanted:
-            report.add_error(number, f"{row_format} example in a {wanted} dataset")
-            continue
-        report.format = wanted
-        check = ROW_CHECKS.get(row_format)
-        if check is None:
-            report.add_error(number, f"{row_format} datasets are not supported yet")
-            continue
-        row_errors = check(row)
-        for message in row_errors:
-            report.add_error(number, message)
-        if not row_errors:
-            report.example_count += 1
-    if report.line_count == 0:
-        report.add_error(None, "file is empty")
-    elif report.ok and report.example_count < limits.min_examples:
-        report.add_error(
-            None, f"needs at least {limits.min_examples} examples, found {report.example_count}"
-        )
-    return report
-
-
-def read_chat_rows(stream: BinaryIO) -> list[dict[str, Any]]:
-    """Rows of an already validated chat dataset (the trainer's reader)."""
-    rows = []
-    for raw in stream:
-        text = raw.decode("utf-8").strip()
-        if text:
-            rows.append(json.loads(text))
-    return rows
+__all__ = [  # noqa: F405 - the names come from the star import above
+    "CHAT_ROLES",
+    "MAX_REPORTED_ERRORS",
+    "ROW_CHECKS",
+    "Limits",
+    "Report",
+    "chat_row_errors",
+    "detect_format",
+    "read_chat_rows",
+    "validate_jsonl",
+]
