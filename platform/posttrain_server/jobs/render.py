@@ -13,7 +13,7 @@ def _ts(value: Any) -> int | None:
 
 
 def job_object(job: FineTuningJob) -> dict[str, Any]:
-    hyper = job.method["supervised"]["hyperparameters"]
+    hyper = job.method[job.method_type]["hyperparameters"]
     training = job.training
     return {
         "id": job.id,
@@ -49,6 +49,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
         "usage": {
             "trained_tokens": job.trained_tokens or 0,
             "device_seconds": str(job.device_seconds),
+            "rollout_tokens": job.rollout_tokens,
             "devices": training.get("gpus", 1),
         },
         "cost": {
