@@ -146,6 +146,8 @@ class FinishedData(_Message):
     eval_metric: str | None = None
     eval_before: float | None = None
     eval_after: float | None = None
+    # Secondary metrics, by name: {"exact_match": {"before": 0.4, "after": 0.5}}.
+    eval_more: dict[str, dict[str, float]] = Field(default_factory=dict)
     adapter_key: str | None = None
     adapter_kind: Literal["lora", "full"] | None = None
     last_checkpoint_key: str | None = None

@@ -1,6 +1,7 @@
 """One attempt of one job, on this worker: claim, fetch, train in a child, report, upload.
 
-The trainer runs as a child process (``python -m workers.trainer.sft``) that prints one JSON
+The trainer runs as a child process (``python -m workers.trainer.sft``, ``.dpo`` or ``.grpo``
+by the job's method) that prints one JSON
 object per line on stdout. This process owns everything the child should not: the lease
 (heartbeats), cancellation (a stop-flag file the trainer checks every step), uploads to
 object storage, and the events sent to the platform. A crash or OOM of the child becomes a
@@ -32,6 +33,8 @@ from workers.storage import LocalStorage, default_storage
 logger = logging.getLogger("posttrain.worker")
 
 Publish = Callable[[contract.JobEvent], None]
+TRAINER_MODULES = {"supervised": "workers.trainer.sft", "dpo": "workers.trainer.dpo",
+                   "reinforcement": "workers.trainer.grpo"}
 
 
 class PlatformClient:
@@ -168,6 +171,8 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         "seed": job.seed,
         "assistant_only_loss": job.assistant_only_loss,
         "eval_samples": job.eval_samples,
+        "dpo": job.dpo.model_dump() if job.dpo else None,
+        "reinforcement": job.reinforcement.model_dump() if job.reinforcement else None,
     }
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -177,7 +182,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                   f"{job.hyperparameters.n_epochs} epochs, batch {job.hyperparameters.batch_size}")
     with log_path.open("wb") as log:
         child = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-            [sys.executable, "-m", "workers.trainer.sft", str(spec_path)],
+            [sys.executable, "-m", TRAINER_MODULES[job.method], str(spec_path)],
             stdout=subprocess.PIPE, stderr=log, text=True, cwd=env.repo_root(),
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
         )
@@ -197,8 +202,9 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         if isinstance(line, dict):
             kind = line.pop("type", None)
             if kind == "metrics":
-                text = ", ".join(f"{k}={_fmt(line[k])}" for k in ("train_loss",
-                                 "train_mean_token_accuracy") if line.get(k) is not None)
+                text = ", ".join(f"{k}={_fmt(line[k])}" for k in (
+                    "train_loss", "train_mean_token_accuracy", "train_reward_accuracy",
+                    "train_mean_reward") if line.get(k) is not None)
                 reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
                               f"{text}", line)
             elif kind == "checkpoint":
@@ -238,7 +244,10 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                                      f"{_tail(log_path)}"}}
     common = {"trained_tokens": done["trained_tokens"], "steps": done["steps"],
               "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
-              "eval_after": done.get("eval_after"), "last_checkpoint_key": last_checkpoint}
+              "eval_after": done.get("eval_after"), "eval_more": done.get("eval_more") or {},
+              "rollout_tokens": done.get("rollout_tokens", 0),
+              "grader_errors": done.get("grader_errors", 0),
+              "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:
         status = "cancelled" if stop_reason == "cancelled" else "failed"
         error = None if status == "cancelled" else {

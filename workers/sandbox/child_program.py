@@ -52,4 +52,5 @@ def main():
         reply(ok=True, score=float(result))
 
 
-main()
+if __name__ == "__main__":  # it runs as ``python -c``; importing it runs nothing
+    main()

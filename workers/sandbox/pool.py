@@ -140,7 +140,8 @@ class Sandbox:
             raise SandboxError(str(reply.get("error", "the sandbox did not start")))
 
     def _ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         try:
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
             self.process.stdin.flush()

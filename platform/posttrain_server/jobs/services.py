@@ -370,8 +370,11 @@ def _record_attempt_usage(job: FineTuningJob, attempt: int, tokens: int,
 def _eval_block(result: contract.FinishedData) -> dict[str, Any] | None:
     if result.eval_metric is None:
         return None
-    return {"metric": result.eval_metric, "before": result.eval_before,
-            "after": result.eval_after}
+    block: dict[str, Any] = {"metric": result.eval_metric, "before": result.eval_before,
+                             "after": result.eval_after}
+    if result.eval_more:
+        block["more"] = result.eval_more
+    return block
 
 
 def _write_bill(job: FineTuningJob) -> None:
