@@ -8,6 +8,8 @@ Python graders run only through a ``SandboxPool``; this module never executes us
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +31,7 @@ class Scorer:
     def __init__(self, grader: dict[str, Any], *, sandbox_workers: int = 2) -> None:
         self.grader, self.sandbox_workers = grader, sandbox_workers
         self._pools: dict[str, SandboxPool] = {}
+        self._lock = threading.Lock()
 
     def grade(self, sample: dict[str, Any], item: dict[str, Any]) -> Grade:
         low, high = grader_range(self.grader)
@@ -40,6 +43,13 @@ class Scorer:
             return Grade(score=max(low, 0.0) if low <= 0 <= high else low,
                          error=f"the grader returned {value}")
         return Grade(score=min(high, max(low, value)), sub_scores=subs or None)
+
+    def grade_many(self, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Grade]:
+        """Grades in order; python graders fan out over the pool's sandboxes."""
+        if not _uses_python(self.grader) or self.sandbox_workers <= 1:
+            return [self.grade(sample, item) for sample, item in pairs]
+        with ThreadPoolExecutor(self.sandbox_workers) as executor:
+            return list(executor.map(lambda pair: self.grade(*pair), pairs))
 
     def _score(self, grader: dict[str, Any], path: str, sample: dict[str, Any],
                item: dict[str, Any]) -> tuple[float, dict[str, float]]:
@@ -67,9 +77,10 @@ class Scorer:
             raise _SampleError(f"calculate_output {exc}") from exc
 
     def _pool(self, path: str, source: str) -> SandboxPool:
-        if path not in self._pools:
-            self._pools[path] = SandboxPool(source, size=self.sandbox_workers)
-        return self._pools[path]
+        with self._lock:
+            if path not in self._pools:
+                self._pools[path] = SandboxPool(source, size=self.sandbox_workers)
+            return self._pools[path]
 
     def close(self) -> None:
         for pool in self._pools.values():
@@ -85,6 +96,12 @@ class Scorer:
 
 class _SampleError(Exception):
     pass
+
+
+def _uses_python(grader: dict[str, Any]) -> bool:
+    if grader.get("type") == "python":
+        return True
+    return any(_uses_python(sub) for sub in (grader.get("graders") or {}).values())
 
 
 def _inputs(grader: dict[str, Any], sample: dict[str, Any], item: dict[str, Any]
