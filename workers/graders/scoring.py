@@ -32,6 +32,7 @@ class Scorer:
         self.grader, self.sandbox_workers = grader, sandbox_workers
         self._pools: dict[str, SandboxPool] = {}
         self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
 
     def grade(self, sample: dict[str, Any], item: dict[str, Any]) -> Grade:
         low, high = grader_range(self.grader)
@@ -48,8 +49,12 @@ class Scorer:
         """Grades in order; python graders fan out over the pool's sandboxes."""
         if not _uses_python(self.grader) or self.sandbox_workers <= 1:
             return [self.grade(sample, item) for sample, item in pairs]
-        with ThreadPoolExecutor(self.sandbox_workers) as executor:
-            return list(executor.map(lambda pair: self.grade(*pair), pairs))
+        if self._executor is None:
+            # Long-lived threads: a sandbox dies with the thread that started it
+            # (bubblewrap's --die-with-parent is a per-thread parent-death signal).
+            self._executor = ThreadPoolExecutor(self.sandbox_workers,
+                                                thread_name_prefix="grader")
+        return list(self._executor.map(lambda pair: self.grade(*pair), pairs))
 
     def _score(self, grader: dict[str, Any], path: str, sample: dict[str, Any],
                item: dict[str, Any]) -> tuple[float, dict[str, float]]:
@@ -83,6 +88,9 @@ class Scorer:
             return self._pools[path]
 
     def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()

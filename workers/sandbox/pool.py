@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import resource
 import selectors
 import shutil
 import signal
@@ -108,19 +107,12 @@ def _command(limits: SandboxLimits) -> list[str]:
     else:
         jail.insert(1, "--unshare-user")
         user = []
-    return [*jail, "--", *user, str(python), "-I", "-S", "-B", "-c", CHILD_PROGRAM]
-
-
-def _set_limits(limits: SandboxLimits) -> Any:
-    def apply() -> None:
-        for name, value in ((resource.RLIMIT_CPU, limits.cpu_seconds),
-                            (resource.RLIMIT_AS, limits.memory_bytes),
-                            (resource.RLIMIT_NPROC, limits.processes),
-                            (resource.RLIMIT_NOFILE, limits.open_files),
-                            (resource.RLIMIT_FSIZE, limits.file_bytes),
-                            (resource.RLIMIT_CORE, 0)):
-            resource.setrlimit(name, (value, value))
-    return apply
+    # rlimits through util-linux's prlimit rather than a preexec_fn, which can deadlock in a
+    # threaded parent (the trainer runs torch and grader threads).
+    rlimits = ["/usr/bin/prlimit", f"--cpu={limits.cpu_seconds}",
+               f"--as={limits.memory_bytes}", f"--nproc={limits.processes}",
+               f"--nofile={limits.open_files}", f"--fsize={limits.file_bytes}", "--core=0", "--"]
+    return [*rlimits, *jail, "--", *user, str(python), "-I", "-S", "-B", "-c", CHILD_PROGRAM]
 
 
 class Sandbox:
@@ -131,7 +123,6 @@ class Sandbox:
         self.process = subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
             _command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env={}, start_new_session=True,
-            preexec_fn=_set_limits(limits),  # noqa: PLW1509 - rlimits must be set pre-exec
         )
         self.alive = True
         reply = self._ask({"source": source}, limits.start_timeout_s)
