@@ -120,3 +120,30 @@ def test_bad_reinforcement_rows_are_reported_with_their_line_numbers(api, tmp_pa
     assert [(e["line"], e["message"]) for e in file["validation"]["errors"]] == [
         (2, "reinforcement prompts must not contain assistant messages"),
         (6, "messages[0].content is empty")]
+
+
+SIMILAR = {"type": "text_similarity", "name": "close", "input": "{{sample.output_text}}",
+           "reference": "{{item.reference_answer}}", "evaluation_metric": "fuzzy_match"}
+MULTI = {"type": "multi", "name": "mix", "graders": {"exact": EXACT, "close": SIMILAR},
+         "calculate_output": "0.7 * exact + 0.3 * close"}
+
+
+@pytest.mark.parametrize("grader", [SIMILAR, MULTI], ids=["text_similarity", "multi"])
+def test_a_reinforcement_job_trains_with_each_grader_type(api, tmp_path, grader):
+    train = _upload(api, tmp_path, "rft-g.jsonl", reinforcement_rows(16, seed=4, split="train"))
+    validation = _upload(api, tmp_path, "rft-g-valid.jsonl",
+                         reinforcement_rows(10, seed=4, split="validation"))
+
+    job = api.create_job(model="posttrain-tiny", training_file=train["id"],
+                         validation_file=validation["id"], seed=5,
+                         method={"type": "reinforcement", "reinforcement": {
+                             "grader": grader, "hyperparameters": {**HYPER,
+                                                                   "eval_samples": 10}}})
+    done = api.wait_job(job["id"])
+
+    assert done["status"] == "succeeded", done["error"]
+    assert done["method"]["reinforcement"]["grader"] == grader
+    assert done["eval"]["metric"] == "mean_grader_score"
+    assert done["usage"]["rollout_tokens"] > done["trained_tokens"] > 0
+    metrics = [e["data"] for e in api.events(job["id"]) if e["type"] == "metrics"]
+    assert metrics and all(0 <= m["train_mean_reward"] <= 1 for m in metrics)
