@@ -134,13 +134,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--skip-grpo", action="store_true", help="sandbox figures only")
     args = parser.parse_args()
     model_dir = build_tiny_model(env.models_root() / "posttrain-tiny")
     plain, platform_runs = [], []
     with tempfile.TemporaryDirectory(prefix="posttrain-grpo-bench-") as tmp:
         work = Path(tmp)
         data = write_jsonl(work / "rft.jsonl", reinforcement_rows(PROMPTS, 0, "train"))
-        for run in range(args.runs):
+        for run in range(0 if args.skip_grpo else args.runs):
             for name, runner, results in (("plain TRL", run_plain, plain),
                                           ("Posttrain", run_platform, platform_runs)):
                 run_dir = work / f"{name[0]}{run}"
@@ -150,12 +151,20 @@ def main() -> None:
                 print(f"run {run + 1} {name:10}: {tokens} generated tokens in {seconds:.1f} s "
                       f"= {tokens / seconds:,.0f} tokens/s", flush=True)
     warm, cold = sandbox_costs(args.samples)
-    plain_median, platform_median = statistics.median(plain), statistics.median(platform_runs)
+    if plain and platform_runs:
+        print_grpo(statistics.median(plain), statistics.median(platform_runs))
+    print_sandbox(warm, cold)
+
+
+def print_grpo(plain_median: float, platform_median: float) -> None:
     print("\nGRPO, tiny model, LoRA, "
           f"{PROMPTS} prompts x {GENERATIONS} samples, {MAX_TOKENS} tokens max, CPU")
     print(f"{'':28}{'plain TRL':>12}{'Posttrain':>12}")
     print(f"{'generated tokens/s (median)':28}{plain_median:>12,.0f}{platform_median:>12,.0f}")
     print(f"ratio Posttrain / plain: {platform_median / plain_median:.2f} (target >= 1.0)")
+
+
+def print_sandbox(warm: list[float], cold: list[float]) -> None:
     print(f"\npython grader sandbox, per sample ({len(warm)} warm, {len(cold)} cold)")
     print(f"{'':28}{'pool (warm)':>12}{'fresh each':>12}")
     print(f"{'p50 (ms)':28}{percentile(warm, .5) * 1e3:>12.2f}{percentile(cold, .5) * 1e3:>12.1f}")
