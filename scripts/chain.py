@@ -43,7 +43,7 @@ RL_JOB: dict[str, Any] = {
                                                           "hyperparameters": {
         "n_epochs": 1, "batch_size": 8, "generations_per_prompt": 8,
         "max_completion_length": 4, "temperature": 1.0, "kl_beta": 0.0,
-        "learning_rate_multiplier": 0.25}}},
+        "learning_rate_multiplier": 0.25, "eval_samples": 500}}},
     "metadata": {"source": "make demo", "stage": "reinforcement"},
 }
 

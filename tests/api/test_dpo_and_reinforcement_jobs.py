@@ -116,3 +116,23 @@ def test_a_reinforcement_job_on_a_chat_file_is_refused(alice, processed_file):
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_file_format"
+
+
+def test_the_worker_message_carries_the_method_settings(alice, processed_file):
+    from posttrain_server.jobs.dispatch import train_message
+    from posttrain_server.jobs.models import Attempt
+
+    file_id = processed_file(alice, content=rft_jsonl())
+    body = {"model": "posttrain-tiny", "training_file": file_id, "eval_samples": 50,
+            "method": rl(STRING_CHECK, kl_beta=0.04, max_completion_length=5)}
+    job_id = alice.client.post("/v1/fine_tuning/jobs", body, format="json").json()["id"]
+    job = FineTuningJob.objects.get(id=job_id)
+
+    message = train_message(job, Attempt.objects.get(job=job), "token")
+
+    assert message.method == "reinforcement"
+    assert message.reinforcement.grader == STRING_CHECK
+    assert message.reinforcement.kl_beta == 0.04
+    assert message.reinforcement.max_completion_length == 5
+    assert message.eval_samples == 50  # auto: the job's eval_samples, as for other methods
+    assert message.dpo is None

@@ -57,8 +57,8 @@ def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.
         lora=contract.LoraSpec(**training["lora"]) if training["type"] == "lora" else None,
         seed=job.seed,
         assistant_only_loss=training.get("assistant_only_loss", True),
-        eval_samples=(hyper["eval_samples"] if method == "reinforcement"
-                      else training["eval_samples"]),
+        eval_samples=(training["eval_samples"] if hyper.get("eval_samples") is None
+                      else hyper["eval_samples"]),
         resume_from_checkpoint=attempt.resume_from_key or None,
         resume_trained_tokens=attempt.resume_trained_tokens,
         platform_url=settings.PLATFORM_URL,

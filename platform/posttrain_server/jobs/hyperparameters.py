@@ -49,15 +49,16 @@ def resolve_reinforcement(requested: dict[str, Any], *, example_count: int,
 
     ``generations_per_prompt`` auto 8 (GRPO needs several samples to compare), completion
     length auto 16 tokens, temperature auto 1.0 (sampling must explore), ``kl_beta`` auto 0
-    (TRL's default: no reference model is held), ``eval_samples`` auto 100.
+    (TRL's default: no reference model is held). ``eval_samples`` auto (None) uses the
+    job's ``eval_samples`` extension, like the other methods.
     """
     resolved = resolve_supervised(requested, example_count=example_count,
                                   base_learning_rate=base_learning_rate)
     defaults = {"generations_per_prompt": 8, "max_completion_length": 16,
-                "temperature": 1.0, "kl_beta": 0.0, "eval_samples": 100, "eval_interval": 0}
+                "temperature": 1.0, "kl_beta": 0.0, "eval_interval": 0}
     for name, default in defaults.items():
         value = requested.get(name, "auto")
         resolved[name] = default if value == "auto" else type(default)(value)
-    # GRPO's batch is counted in completions and must be a multiple of the generations.
-    resolved["batch_size"] = max(resolved["batch_size"], 1)
+    samples = requested.get("eval_samples", "auto")
+    resolved["eval_samples"] = None if samples == "auto" else int(samples)
     return resolved
