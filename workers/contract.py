@@ -115,6 +115,11 @@ class TrainJob(_Message):
     resume_trained_tokens: int = 0
     platform_url: str
 
+    @property
+    def method_module(self) -> str:
+        """The trainer module under ``workers.trainer`` that runs this method."""
+        return {"supervised": "sft", "dpo": "dpo", "reinforcement": "grpo"}[self.method]
+
 
 class JobEvent(_Message):
     """Everything a worker reports. ``(job_id, attempt, seq)`` makes re-delivery harmless."""

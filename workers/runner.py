@@ -33,8 +33,6 @@ from workers.storage import LocalStorage, default_storage
 logger = logging.getLogger("posttrain.worker")
 
 Publish = Callable[[contract.JobEvent], None]
-TRAINER_MODULES = {"supervised": "workers.trainer.sft", "dpo": "workers.trainer.dpo",
-                   "reinforcement": "workers.trainer.grpo"}
 
 
 class PlatformClient:
@@ -105,6 +103,19 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def _fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def trainer_command(job: contract.TrainJob, spec_path: Path) -> list[str]:
+    """One process per device: more than one device runs the same entry point under torchrun.
+
+    ``--standalone`` gives a private rendezvous on a free port, so two multi-device jobs on one
+    host never meet. On the ``cpu`` pool the processes use the gloo backend.
+    """
+    module = ["-m", f"workers.trainer.{job.method_module}", str(spec_path)]
+    if job.gpus <= 1:
+        return [sys.executable, *module]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc_per_node", str(job.gpus), *module]
 
 
 def run_attempt(job: contract.TrainJob, *, publish: Publish,
@@ -182,7 +193,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                   f"{job.hyperparameters.n_epochs} epochs, batch {job.hyperparameters.batch_size}")
     with log_path.open("wb") as log:
         child = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
-            [sys.executable, "-m", TRAINER_MODULES[job.method], str(spec_path)],
+            trainer_command(job, spec_path),
             stdout=subprocess.PIPE, stderr=log, text=True, cwd=env.repo_root(),
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
         )
