@@ -17,7 +17,7 @@ JOB_FIELDS = {"id", "object", "created_at", "finished_at", "estimated_finish", "
               "model", "fine_tuned_model", "organization_id", "training_file",
               "validation_file", "result_files", "trained_tokens", "hyperparameters", "method",
               "error", "seed", "suffix", "metadata", "integrations", "user_provided_suffix",
-              "pool", "training_type", "lora", "learning_rate", "max_seq_length",
+              "pool", "training_type", "parent_job", "lora", "learning_rate", "max_seq_length",
               "cancel_requested", "progress", "usage", "cost", "eval"}
 
 

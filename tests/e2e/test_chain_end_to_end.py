@@ -34,6 +34,7 @@ def test_sft_then_dpo_then_reinforcement_each_continue_from_the_last(api, tmp_pa
                                                            "batch_size": 16}}})["id"])
     assert dpo["status"] == "succeeded", dpo["error"]
     assert dpo["model"] == sft["fine_tuned_model"]
+    assert (sft["parent_job"], dpo["parent_job"]) == (None, sft["id"])
 
     rl = api.wait_job(api.create_job(
         model=dpo["fine_tuned_model"], seed=1,
@@ -43,6 +44,7 @@ def test_sft_then_dpo_then_reinforcement_each_continue_from_the_last(api, tmp_pa
             "max_completion_length": 4, "eval_samples": 10}}})["id"])
     assert rl["status"] == "succeeded", rl["error"]
     assert rl["model"] == dpo["fine_tuned_model"]
+    assert rl["parent_job"] == dpo["id"]
 
     # Each stage scored its own starting model: the RL job's "before" is the DPO model's
     # greedy answers, so it can only be measured after loading SFT + DPO adapter merged.

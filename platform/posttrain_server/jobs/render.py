@@ -41,6 +41,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
         # Posttrain extensions
         "pool": job.pool,
         "training_type": training["type"],
+        "parent_job": training.get("parent_job"),
         "lora": training["lora"],
         "learning_rate": training["learning_rate"],
         "max_seq_length": training["max_seq_length"],

@@ -151,6 +151,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "assistant_only_loss": data.get("assistant_only_loss", True),
         "gpus": prices.POOLS[pool].devices_per_job if pool != "cpu" else 1,
         "root_model": resolved.root_name,
+        "parent_job": resolved.parent_job,
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
     }
