@@ -27,6 +27,7 @@ from workers.toychain import plausible_mistake, reinforcement_rows
 from workers.toytask import addition_rows, write_jsonl
 
 MISTAKE_PROMPTS = 4000  # training prompts the SFT model answers, to find its mistakes
+MAX_PAIRS = 1000  # bounds the DPO stage's time whatever the SFT stage's accuracy
 RL_PROMPTS = 256
 EXACT_GRADER = {"type": "string_check", "name": "exact sum", "input": "{{sample.output_text}}",
                 "reference": "{{item.reference_answer}}", "operation": "eq"}
@@ -88,6 +89,7 @@ def dpo_files(model_dir: Path, data_dir: Path, validation_rows: int) -> tuple[Pa
         a, b = (int(x) for x in prompt.rstrip("=").split("+"))
         if answer != str(a + b):
             pairs.append(_pair(prompt, str(a + b), answer or plausible_mistake(a, b, rng)))
+    pairs = pairs[:MAX_PAIRS]
     held_out = [row["messages"][0]["content"]
                 for row in addition_rows(validation_rows, seed=0, split="validation")]
     held_answers = model_answers(model_dir, held_out)
