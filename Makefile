@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_VAR ?= $(CURDIR)/var/test
 
-.PHONY: demo serve test test-fast lint schema benchmark clean
+.PHONY: demo serve test test-fast lint schema benchmark benchmark-rl clean
 
 $(STAMP): requirements*.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ schema: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/sft_overhead.py
+
+benchmark-rl: $(STAMP)
+	$(PY) benchmarks/grpo_and_sandbox.py
 
 clean:
 	rm -rf var test-output

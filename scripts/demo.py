@@ -4,7 +4,10 @@ Migrates the embedded SQLite database, builds the tiny base model and the toy ta
 (deterministically: no hub is reachable), starts the stack (web, platform worker, cpu-pool
 training worker, filesystem broker), creates a demo organization and key, uploads the data,
 runs a supervised fine-tuning job over the HTTP API, follows its events and prints the result.
-Then it keeps serving until Ctrl-C (``DEMO_EXIT=1`` exits after the result).
+Then the chain (``chain.py``): DPO from the SFT result on the SFT model's own mistakes, RL from
+the DPO result against an exact verifier, and a table per stage and for the chain
+(``DEMO_CHAIN=0`` stops after SFT). Then it keeps serving until Ctrl-C (``DEMO_EXIT=1`` exits
+after the result).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import httpx
 from devstack import ROOT, Stack, prepare, sigterm_as_interrupt
 
 sys.path.insert(0, str(ROOT))
+
+import chain  # noqa: E402
 
 from workers import env  # noqa: E402
 from workers.tinymodel import build_tiny_model  # noqa: E402
@@ -127,6 +132,39 @@ def summary(job: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_stage(client: httpx.Client, stack: Stack, body: dict[str, Any], train_path: Path,
+              valid_path: Path, parent: str) -> dict[str, Any]:
+    train, valid = upload(client, train_path), upload(client, valid_path)
+    for file in (train, valid):
+        report = file["validation"]
+        say(f"uploaded {file['filename']} -> {file['id']}: {file['status']}, "
+            f"{report['example_count']} {report['format']} examples")
+    job = client.post("/fine_tuning/jobs", json={
+        **body, "model": parent, "training_file": train["id"], "validation_file": valid["id"],
+        "eval_samples": DEMO_VALIDATION_ROWS}).raise_for_status().json()
+    say(f"created {job['id']} ({job['method']['type']}, from {parent}); following its events")
+    return follow(client, job["id"], stack)
+
+
+def run_chain(client: httpx.Client, stack: Stack, sft: dict[str, Any], data_dir: Path) -> None:
+    say("chain, stage 2: DPO on the SFT model's own mistakes")
+    model_dir = chain.download_model(client, sft["fine_tuned_model"], data_dir / "sft-model")
+    dpo_train, dpo_valid, pairs = chain.dpo_files(model_dir, data_dir, DEMO_VALIDATION_ROWS)
+    say(f"  the SFT model got {pairs} of {chain.MISTAKE_PROMPTS} training prompts wrong: "
+        "those are the preference pairs")
+    stages = [("1 SFT", sft)]
+    dpo = run_stage(client, stack, chain.DPO_JOB, dpo_train, dpo_valid,
+                    sft["fine_tuned_model"])
+    stages.append(("2 DPO", dpo))
+    if dpo["status"] == "succeeded":
+        say("chain, stage 3: reinforcement (GRPO) against an exact verifier")
+        rl_train, rl_valid = chain.rl_files(data_dir, DEMO_VALIDATION_ROWS)
+        rl = run_stage(client, stack, chain.RL_JOB, rl_train, rl_valid, dpo["fine_tuned_model"])
+        stages.append(("3 RL", rl))
+    print(f"\nexact match on the same {DEMO_VALIDATION_ROWS} held-out problems, measured by "
+          "the worker at each stage:\n" + chain.chain_table(stages) + "\n", flush=True)
+
+
 def main() -> None:
     sigterm_as_interrupt()
     port = int(os.environ.get("PORT", "8000"))
@@ -162,6 +200,8 @@ def main() -> None:
         say(f"created {job['id']} on pool '{job['pool']}'; following its events")
         job = follow(client, job["id"], stack)
         print("\n" + summary(job) + "\n", flush=True)
+        if os.environ.get("DEMO_CHAIN", "1") != "0" and job["status"] == "succeeded":
+            run_chain(client, stack, job, data_dir)
         if os.environ.get("DEMO_EXIT"):
             return
         say(f"still serving at {stack.url} (logs in var/logs). Ctrl-C stops every process.")

@@ -16,6 +16,8 @@ __all__ = [  # noqa: F405 - the names come from the star import above
     "Report",
     "chat_row_errors",
     "detect_format",
+    "preference_row_errors",
     "read_chat_rows",
+    "reinforcement_row_errors",
     "validate_jsonl",
 ]

@@ -1,6 +1,7 @@
 """One attempt of one job, on this worker: claim, fetch, train in a child, report, upload.
 
-The trainer runs as a child process (``python -m workers.trainer.sft``) that prints one JSON
+The trainer runs as a child process (``python -m workers.trainer.sft``, ``.dpo`` or ``.grpo``
+by the job's method) that prints one JSON
 object per line on stdout. This process owns everything the child should not: the lease
 (heartbeats), cancellation (a stop-flag file the trainer checks every step), uploads to
 object storage, and the events sent to the platform. A crash or OOM of the child becomes a
@@ -181,6 +182,8 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         "seed": job.seed,
         "assistant_only_loss": job.assistant_only_loss,
         "eval_samples": job.eval_samples,
+        "dpo": job.dpo.model_dump() if job.dpo else None,
+        "reinforcement": job.reinforcement.model_dump() if job.reinforcement else None,
     }
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -210,8 +213,9 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         if isinstance(line, dict):
             kind = line.pop("type", None)
             if kind == "metrics":
-                text = ", ".join(f"{k}={_fmt(line[k])}" for k in ("train_loss",
-                                 "train_mean_token_accuracy") if line.get(k) is not None)
+                text = ", ".join(f"{k}={_fmt(line[k])}" for k in (
+                    "train_loss", "train_mean_token_accuracy", "train_reward_accuracy",
+                    "train_mean_reward") if line.get(k) is not None)
                 reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
                               f"{text}", line)
             elif kind == "checkpoint":
@@ -256,7 +260,10 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                                      f"{_tail(log_path)}"}}
     common = {"trained_tokens": done["trained_tokens"], "steps": done["steps"],
               "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
-              "eval_after": done.get("eval_after"), "last_checkpoint_key": last_checkpoint}
+              "eval_after": done.get("eval_after"), "eval_more": done.get("eval_more") or {},
+              "rollout_tokens": done.get("rollout_tokens", 0),
+              "grader_errors": done.get("grader_errors", 0),
+              "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:
         if stop_reason in {"cancelled", "preempted"}:
             return {"status": stop_reason, "error": None, **common}

@@ -11,7 +11,7 @@ from drf_spectacular.views import (
 from posttrain_server import health, metrics
 from posttrain_server.files import api as files_api
 from posttrain_server.jobs import api as jobs_api
-from posttrain_server.jobs import internal_api
+from posttrain_server.jobs import graders_api, internal_api
 
 urlpatterns = [
     path("v1/files", files_api.FileListView.as_view()),
@@ -24,6 +24,8 @@ urlpatterns = [
     path("v1/fine_tuning/jobs/<str:job_id>/checkpoints", jobs_api.JobCheckpointsView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/checkpoints/<str:checkpoint_id>/content",
          jobs_api.CheckpointContentView.as_view()),
+    path("v1/fine_tuning/alpha/graders/run", graders_api.GraderRunView.as_view()),
+    path("v1/fine_tuning/alpha/graders/validate", graders_api.GraderValidateView.as_view()),
     path("v1/models", jobs_api.ModelListView.as_view()),
     path("v1/models/<path:model>/content", jobs_api.ModelContentView.as_view()),
     path("v1/models/<path:model>", jobs_api.ModelDetailView.as_view()),

@@ -17,7 +17,7 @@ JOB_FIELDS = {"id", "object", "created_at", "finished_at", "estimated_finish", "
               "model", "fine_tuned_model", "organization_id", "training_file",
               "validation_file", "result_files", "trained_tokens", "hyperparameters", "method",
               "error", "seed", "suffix", "metadata", "integrations", "user_provided_suffix",
-              "pool", "training_type", "lora", "learning_rate", "max_seq_length",
+              "pool", "training_type", "parent_job", "lora", "learning_rate", "max_seq_length",
               "cancel_requested", "progress", "usage", "cost", "eval"}
 
 
@@ -163,8 +163,9 @@ def test_deprecated_top_level_hyperparameters_are_accepted(alice, training_file)
     ({"model": "/no/such/folder"}, 400, "model", "model_not_found"),
     ({"model": "ft:posttrain-tiny:alice::nope"}, 400, "model", "model_not_found"),
     ({"method": {"type": "foo"}}, 400, "method.type", None),
-    ({"method": {"type": "dpo"}}, 400, "method.type", "unsupported_method"),
-    ({"method": {"type": "reinforcement"}}, 400, "method.type", "unsupported_method"),
+    ({"method": {"type": "dpo"}}, 400, "training_file", "invalid_file_format"),
+    ({"method": {"type": "reinforcement"}}, 400, "method.reinforcement.grader",
+     "missing_grader"),
     ({"method": hyper(n_epoch=2)}, 400, "method.supervised.hyperparameters.n_epoch", None),
     ({"method": hyper(n_epochs=0)}, 400, "method.supervised.hyperparameters.n_epochs", None),
     ({"method": hyper(n_epochs=1000)}, 400, "method.supervised.hyperparameters.n_epochs", None),

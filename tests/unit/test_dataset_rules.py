@@ -265,9 +265,9 @@ def test_a_chat_row_in_a_file_that_starts_with_preference_rows_is_reported():
     preference = line({"input": {"messages": []}, "preferred_output": []})
     report = check(preference + b"".join(good_lines(2)))
 
-    assert error_lines(report) == [1, 2, 3]
-    assert report.errors[0]["message"] == "preference datasets are not supported yet"
-    assert report.errors[1]["message"] == "chat example in a preference dataset"
+    assert error_lines(report)[:3] == [1, 1, 1] and error_lines(report)[-2:] == [2, 3]
+    assert report.errors[0]["message"] == "'input.messages' must be a non-empty list"
+    assert report.errors[-1]["message"] == "chat example in a preference dataset"
 
 
 def test_it_caps_the_error_list_but_counts_every_error():
@@ -290,3 +290,74 @@ def test_errors_on_several_lines_keep_their_own_line_numbers():
 
     assert error_lines(report) == [1, 10, 15]
     assert report.example_count == 12
+
+
+def preference(prompt: str = "2+2=", good: str = "4", bad: str = "5") -> dict[str, Any]:
+    return {"input": {"messages": [{"role": "user", "content": prompt}]},
+            "preferred_output": [{"role": "assistant", "content": good}],
+            "non_preferred_output": [{"role": "assistant", "content": bad}]}
+
+
+def rft(prompt: str = "2+2=", **extra: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": prompt}], "reference_answer": "4", **extra}
+
+
+def test_a_preference_file_is_accepted_with_its_format():
+    report = check(b"".join(line(preference(f"{i}+1=", str(i + 1), str(i))) for i in range(12)))
+
+    assert report.ok, report.errors
+    assert report.format == "preference"
+    assert report.example_count == 12
+
+
+@pytest.mark.parametrize(("row", "message_part"), [
+    pytest.param({**preference(), "input": {"messages": []}},
+                 "'input.messages' must be a non-empty list", id="empty-input"),
+    pytest.param({**preference(), "input": "2+2="}, "'input' must be an object", id="str-input"),
+    pytest.param({**preference(), "preferred_output": [{"role": "user", "content": "4"}]},
+                 "preferred_output[0].role must be 'assistant'", id="preferred-role"),
+    pytest.param({**preference(), "non_preferred_output": "5"},
+                 "'non_preferred_output' must be a list", id="rejected-not-list"),
+    pytest.param({k: v for k, v in preference().items() if k != "non_preferred_output"},
+                 "'non_preferred_output' must be a list", id="rejected-missing"),
+    pytest.param(preference(bad="4"), "are the same answer", id="same-answers"),
+    pytest.param({**preference(), "input": {"messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}},
+        "must not end with an assistant message", id="input-ends-assistant"),
+])
+def test_it_reports_a_bad_preference_row_on_its_line(row, message_part):
+    rows = [line(preference(f"{i}+1=", str(i + 1), str(i))) for i in range(12)]
+    rows[4] = line(row)
+
+    report = check(b"".join(rows))
+
+    assert error_lines(report) == [5]
+    assert message_part in report.errors[0]["message"]
+    assert report.example_count == 11
+
+
+def test_a_reinforcement_file_is_accepted_and_keeps_extra_keys_legal():
+    report = check(b"".join(line(rft(f"{i}+2=", tags=["x"])) for i in range(12)))
+
+    assert report.ok, report.errors
+    assert report.format == "reinforcement"
+
+
+def test_it_reports_a_chat_row_in_a_reinforcement_file_by_the_reinforcement_rule():
+    rows = [line(rft(f"{i}+2=")) for i in range(12)]
+    rows[8] = line(chat())
+
+    report = check(b"".join(rows))
+
+    assert error_lines(report) == [9]
+    assert "the last message must be from the user" in report.errors[0]["message"]
+
+
+def test_it_reports_a_reinforcement_prompt_with_a_bad_message_on_its_line():
+    rows = [line(rft(f"{i}+2=")) for i in range(12)]
+    rows[2] = line({"messages": [{"role": "user", "content": 3}]})
+
+    report = check(b"".join(rows))
+
+    assert error_lines(report) == [3]
+    assert "messages[0].content must be a string" in report.errors[0]["message"]

@@ -141,3 +141,17 @@ def test_the_cost_dict_carries_decimal_strings_and_the_price_version():
         "currency": "usd", "tokens": "0.100000", "compute": "0.100000", "total": "0.200000",
         "price_version": prices.PRICE_VERSION,
     }
+
+
+def test_rollout_tokens_are_billed_on_the_tokens_line_at_their_own_rate():
+    trained_only = cost(1_000_000, method="reinforcement")
+    with_rollouts = job_cost(method="reinforcement", size_class="tiny", pool="cpu",
+                             trained_tokens=1_000_000, device_seconds=Decimal(0),
+                             rollout_tokens=2_000_000)
+
+    assert with_rollouts.tokens - trained_only.tokens == Decimal("0.100000")
+    assert with_rollouts.total == Decimal("0.200000")
+
+
+def test_dpo_tokens_have_a_price():
+    assert cost(1_000_000, method="dpo").tokens == Decimal("0.100000")

@@ -72,6 +72,9 @@ def split_eval(train: list[dict], validation: list[dict], samples: int, seed: in
 class PlatformCallback(TrainerCallback):
     """Reports metrics and checkpoints, and stops cooperatively when the flag file appears."""
 
+    # TRL log keys reported besides the loss, by the name the platform shows them under.
+    reported_logs = {"mean_token_accuracy": "train_mean_token_accuracy"}
+
     def __init__(self, spec: dict[str, Any]) -> None:
         self.stop_flag = Path(spec["stop_flag"])
         self.resume_tokens = int(spec.get("resume_trained_tokens", 0))
@@ -108,8 +111,9 @@ class PlatformCallback(TrainerCallback):
             return control
         tokens = self.attempt_tokens()
         self.last_metrics = {"train_loss": float(logs["loss"])}
-        if "mean_token_accuracy" in logs:
-            self.last_metrics["train_mean_token_accuracy"] = float(logs["mean_token_accuracy"])
+        for key, name in self.reported_logs.items():
+            if key in logs:
+                self.last_metrics[name] = float(logs[key])
         emit("metrics", step=state.global_step, total_steps=state.max_steps,
              epoch=round(float(state.epoch or 0), 4),
              learning_rate=float(logs.get("learning_rate", 0.0)),

@@ -10,6 +10,7 @@ from posttrain_server.tenancy.models import Organization
 class UsageKind(models.TextChoices):
     TRAINED_TOKENS = "trained_tokens"
     DEVICE_SECONDS = "device_seconds"
+    ROLLOUT_TOKENS = "rollout_tokens"  # reinforcement: prompt + generated tokens sampled
 
 
 class UsageRecord(models.Model):

@@ -40,6 +40,25 @@ TOKEN_RATES: dict[tuple[str, str], Decimal] = {
     ("supervised", "small"): Decimal("0.50"),
     ("supervised", "medium"): Decimal("3.00"),
     ("supervised", "large"): Decimal("8.00"),
+    # DPO trains on two answers per prompt and holds a reference model: the per-token rate is
+    # SFT's (the tokens counted are chosen + rejected, so a pair already costs twice).
+    ("dpo", "tiny"): Decimal("0.10"),
+    ("dpo", "small"): Decimal("0.50"),
+    ("dpo", "medium"): Decimal("3.00"),
+    ("dpo", "large"): Decimal("8.00"),
+    ("reinforcement", "tiny"): Decimal("0.10"),
+    ("reinforcement", "small"): Decimal("0.50"),
+    ("reinforcement", "medium"): Decimal("3.00"),
+    ("reinforcement", "large"): Decimal("8.00"),
+}
+
+# Dollars per million rollout tokens (reinforcement: prompt + generated tokens of every
+# sampled completion), by model size class. Generation is cheaper per token than training.
+ROLLOUT_TOKEN_RATES: dict[str, Decimal] = {
+    "tiny": Decimal("0.05"),
+    "small": Decimal("0.20"),
+    "medium": Decimal("1.00"),
+    "large": Decimal("3.00"),
 }
 
 
@@ -65,9 +84,17 @@ def token_rate(method: str, size_class: str) -> Decimal:
     return TOKEN_RATES.get((method, size_class), TOKEN_RATES[(method, "small")])
 
 
+def rollout_token_rate(size_class: str) -> Decimal:
+    return ROLLOUT_TOKEN_RATES.get(size_class, ROLLOUT_TOKEN_RATES["small"])
+
+
 def job_cost(*, method: str, size_class: str, pool: str, trained_tokens: int,
-             device_seconds: Decimal) -> Cost:
-    """Each line is rounded once, here; the total is the sum of the rounded lines."""
-    tokens = money(Decimal(trained_tokens) * token_rate(method, size_class) / TOKENS_PER_UNIT)
+             device_seconds: Decimal, rollout_tokens: int = 0) -> Cost:
+    """Each line is rounded once, here; the total is the sum of the rounded lines.
+
+    The tokens line holds trained tokens and rollout tokens, each at its own rate.
+    """
+    tokens = money(Decimal(trained_tokens) * token_rate(method, size_class) / TOKENS_PER_UNIT
+                   + Decimal(rollout_tokens) * rollout_token_rate(size_class) / TOKENS_PER_UNIT)
     compute = money(device_seconds * POOLS[pool].device_hour_rate / SECONDS_PER_HOUR)
     return Cost(tokens=tokens, compute=compute)

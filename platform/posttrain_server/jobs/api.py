@@ -43,6 +43,8 @@ JobSerializer = inline_serializer(name="FineTuningJob", fields={
     "integrations": serializers.ListField(child=serializers.JSONField()),
     "pool": serializers.CharField(help_text="Posttrain extension"),
     "training_type": serializers.CharField(help_text="Posttrain extension: lora or full"),
+    "parent_job": serializers.CharField(allow_null=True, help_text="Posttrain extension: the "
+                                        "job whose result this job started from (a chain)"),
     "lora": serializers.JSONField(allow_null=True, help_text="Posttrain extension"),
     "learning_rate": serializers.FloatField(help_text="Posttrain extension: resolved rate"),
     "max_seq_length": serializers.IntegerField(help_text="Posttrain extension"),

@@ -46,6 +46,7 @@ class ResolvedModel:
     lora_learning_rate: float
     full_learning_rate: float
     root_name: str  # the base model a chain started from, for fine_tuned_model names
+    parent_job: str | None = None  # the job that made a fine-tuned starting model
 
 
 def _hf_cached(model_id: str) -> bool:
@@ -106,4 +107,5 @@ def _resolve_fine_tuned(*, organization: Organization, name: str) -> ResolvedMod
         training.get("base_lora_learning_rate", DEFAULT_LORA_LR),
         training.get("base_full_learning_rate", DEFAULT_FULL_LR),
         training.get("root_model", job.model),
+        parent_job=job.id,
     )

@@ -21,7 +21,17 @@ def new_attempt_token() -> tuple[str, str]:
 
 def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.TrainJob:
     training = job.training
-    hyper = job.method["supervised"]["hyperparameters"]
+    method = job.method_type
+    hyper = job.method[method]["hyperparameters"]
+    dpo = reinforcement = None
+    if method == "dpo":
+        dpo = contract.DpoSpec(beta=hyper["beta"], sft_weight=hyper.get("sft_weight", 0.0))
+    elif method == "reinforcement":
+        reinforcement = contract.ReinforcementSpec(
+            grader=job.method[method]["grader"],
+            generations_per_prompt=hyper["generations_per_prompt"],
+            max_completion_length=hyper["max_completion_length"],
+            temperature=hyper["temperature"], kl_beta=hyper["kl_beta"])
     return contract.TrainJob(
         job_id=job.id,
         attempt=attempt.number,
@@ -29,7 +39,9 @@ def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.
         attempt_token=token,
         pool=job.pool,
         gpus=training.get("gpus", 1),
-        method=job.method_type,
+        method=method,
+        dpo=dpo,
+        reinforcement=reinforcement,
         base_model=contract.ModelRef.model_validate(job.base_model),
         training_file=job.training_file.storage_key,
         validation_file=job.validation_file.storage_key if job.validation_file else None,
@@ -45,7 +57,8 @@ def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.
         lora=contract.LoraSpec(**training["lora"]) if training["type"] == "lora" else None,
         seed=job.seed,
         assistant_only_loss=training.get("assistant_only_loss", True),
-        eval_samples=training["eval_samples"],
+        eval_samples=(training["eval_samples"] if hyper.get("eval_samples") is None
+                      else hyper["eval_samples"]),
         resume_from_checkpoint=attempt.resume_from_key or None,
         resume_trained_tokens=attempt.resume_trained_tokens,
         platform_url=settings.PLATFORM_URL,

@@ -28,3 +28,37 @@ def resolve_supervised(requested: dict[str, Any], *, example_count: int,
         "learning_rate_multiplier": float(multiplier),
         "learning_rate": base_learning_rate * float(multiplier),
     }
+
+
+def resolve_dpo(requested: dict[str, Any], *, example_count: int,
+                base_learning_rate: float) -> dict[str, Any]:
+    """SFT's rules plus ``beta`` (auto 0.1, TRL's and the DPO paper's default) and
+    ``sft_weight`` (Posttrain extension, auto 0: plain DPO as OpenAI documents it)."""
+    resolved = resolve_supervised(requested, example_count=example_count,
+                                  base_learning_rate=base_learning_rate)
+    beta = requested.get("beta", "auto")
+    sft_weight = requested.get("sft_weight", "auto")
+    resolved["beta"] = 0.1 if beta == "auto" else float(beta)
+    resolved["sft_weight"] = 0.0 if sft_weight == "auto" else float(sft_weight)
+    return resolved
+
+
+def resolve_reinforcement(requested: dict[str, Any], *, example_count: int,
+                          base_learning_rate: float) -> dict[str, Any]:
+    """OpenAI's RFT hyperparameters plus ours; auto values sized for small models.
+
+    ``generations_per_prompt`` auto 8 (GRPO needs several samples to compare), completion
+    length auto 16 tokens, temperature auto 1.0 (sampling must explore), ``kl_beta`` auto 0
+    (TRL's default: no reference model is held). ``eval_samples`` auto (None) uses the
+    job's ``eval_samples`` extension, like the other methods.
+    """
+    resolved = resolve_supervised(requested, example_count=example_count,
+                                  base_learning_rate=base_learning_rate)
+    defaults = {"generations_per_prompt": 8, "max_completion_length": 16,
+                "temperature": 1.0, "kl_beta": 0.0, "eval_interval": 0}
+    for name, default in defaults.items():
+        value = requested.get(name, "auto")
+        resolved[name] = default if value == "auto" else type(default)(value)
+    samples = requested.get("eval_samples", "auto")
+    resolved["eval_samples"] = None if samples == "auto" else int(samples)
+    return resolved

@@ -48,6 +48,7 @@ class FineTuningJob(models.Model):
     error = models.JSONField(null=True, blank=True)
     trained_tokens = models.BigIntegerField(null=True, blank=True)
     device_seconds = models.DecimalField(max_digits=20, decimal_places=3, default=0)
+    rollout_tokens = models.BigIntegerField(default=0)  # reinforcement: prompt + generated
     cost_tokens = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     cost_compute = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     price_version = models.CharField(max_length=40, blank=True, default="")

@@ -13,7 +13,7 @@ def _ts(value: Any) -> int | None:
 
 
 def job_object(job: FineTuningJob) -> dict[str, Any]:
-    hyper = job.method["supervised"]["hyperparameters"]
+    hyper = job.method[job.method_type]["hyperparameters"]
     training = job.training
     return {
         "id": job.id,
@@ -41,6 +41,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
         # Posttrain extensions
         "pool": job.pool,
         "training_type": training["type"],
+        "parent_job": training.get("parent_job"),
         "lora": training["lora"],
         "learning_rate": training["learning_rate"],
         "max_seq_length": training["max_seq_length"],
@@ -49,6 +50,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
         "usage": {
             "trained_tokens": job.trained_tokens or 0,
             "device_seconds": str(job.device_seconds),
+            "rollout_tokens": job.rollout_tokens,
             "devices": training.get("gpus", 1),
         },
         "cost": {

@@ -63,11 +63,52 @@ class SupervisedMethod(StrictSerializer):
     hyperparameters = SupervisedHyperparameters(required=False)
 
 
+class DpoHyperparameters(SupervisedHyperparameters):
+    beta = AutoOrNumber(integer=False, minimum=0, maximum=2, exclusive_min=True)
+    sft_weight = AutoOrNumber(integer=False, minimum=0, maximum=10,
+                              help_text="Posttrain extension: weight of an SFT term on the "
+                              "preferred answer (0: plain DPO).")
+
+
+class DpoMethod(StrictSerializer):
+    hyperparameters = DpoHyperparameters(required=False)
+
+
+class ReinforcementHyperparameters(SupervisedHyperparameters):
+    eval_interval = AutoOrNumber(integer=True, minimum=0, maximum=10_000)
+    eval_samples = AutoOrNumber(integer=True, minimum=0, maximum=5000)
+    compute_multiplier = AutoOrNumber(integer=False, minimum=0, maximum=10, exclusive_min=True,
+                                      help_text="Accepted for OpenAI compatibility; unused.")
+    reasoning_effort = serializers.ChoiceField(
+        choices=["default", "low", "medium", "high"], required=False,
+        help_text="Accepted for OpenAI compatibility; unused.")
+    generations_per_prompt = AutoOrNumber(integer=True, minimum=2, maximum=64,
+                                          help_text="Posttrain extension: GRPO group size.")
+    max_completion_length = AutoOrNumber(integer=True, minimum=1, maximum=4096,
+                                         help_text="Posttrain extension: sampled tokens.")
+    temperature = AutoOrNumber(integer=False, minimum=0, maximum=2, exclusive_min=True,
+                               help_text="Posttrain extension: sampling temperature.")
+    kl_beta = AutoOrNumber(integer=False, minimum=0, maximum=10,
+                           help_text="Posttrain extension: KL penalty to the start model.")
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class GraderField(serializers.JSONField):
+    """An OpenAI grader object; its rules are checked by ``workers.graders`` in services."""
+
+
+class ReinforcementMethod(StrictSerializer):
+    grader = GraderField()
+    hyperparameters = ReinforcementHyperparameters(required=False)
+    response_format = serializers.JSONField(required=False, allow_null=True,
+                                            help_text="Accepted; unused by this server.")
+
+
 class MethodSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=["supervised", "dpo", "reinforcement"])
     supervised = SupervisedMethod(required=False)
-    dpo = serializers.DictField(required=False)
-    reinforcement = serializers.DictField(required=False)
+    dpo = DpoMethod(required=False)
+    reinforcement = ReinforcementMethod(required=False)
 
 
 class LoraSerializer(StrictSerializer):

@@ -29,7 +29,11 @@ from posttrain_server.files.selectors import file_get
 from posttrain_server.files.services import file_create_result
 from posttrain_server.jobs import dispatch
 from posttrain_server.jobs.base_models import resolve_model
-from posttrain_server.jobs.hyperparameters import resolve_supervised
+from posttrain_server.jobs.hyperparameters import (
+    resolve_dpo,
+    resolve_reinforcement,
+    resolve_supervised,
+)
 from posttrain_server.jobs.models import Attempt, Checkpoint, FineTuningJob, JobEvent
 from posttrain_server.jobs.naming import fine_tuned_model_name
 from posttrain_server.jobs.selectors import job_get
@@ -42,15 +46,21 @@ from posttrain_server.jobs.state_machine import (
 )
 from posttrain_server.tenancy.models import Organization
 from workers import contract
+from workers.graders.validation import GraderInvalid, grader_validate
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_METHODS = {"supervised"}
+SUPPORTED_METHODS = {"supervised", "dpo", "reinforcement"}
+# The dataset format each method trains on (``workers.dataset_rules`` detects it at upload).
+METHOD_FORMATS = {"supervised": "chat", "dpo": "preference", "reinforcement": "reinforcement"}
+RESOLVERS = {"supervised": resolve_supervised, "dpo": resolve_dpo,
+             "reinforcement": resolve_reinforcement}
 
 
 # --- create -------------------------------------------------------------------------------
 
-def _usable_file(*, organization: Organization, file_id: str, param: str) -> File:
+def _usable_file(*, organization: Organization, file_id: str, param: str,
+                 method: str = "supervised") -> File:
     file = file_get(organization=organization, file_id=file_id, param=param)
     if file.purpose != "fine-tune":
         raise ApiError(f"File {file_id} has purpose {file.purpose!r}, not 'fine-tune'",
@@ -61,9 +71,11 @@ def _usable_file(*, organization: Organization, file_id: str, param: str) -> Fil
     if file.status == FileStatus.ERROR:
         raise ApiError(f"File {file_id} is invalid: {file.status_details}", param=param,
                        code="invalid_file")
-    if (file.validation or {}).get("format") != "chat":
-        raise ApiError(f"File {file_id} is not a chat dataset, which supervised needs",
-                       param=param, code="invalid_file_format")
+    wanted = METHOD_FORMATS[method]
+    found = (file.validation or {}).get("format")
+    if found != wanted:
+        raise ApiError(f"File {file_id} is a {found} dataset; {method} needs a {wanted} "
+                       "dataset", param=param, code="invalid_file_format")
     return file
 
 
@@ -78,6 +90,16 @@ def _method_request(data: dict[str, Any]) -> dict[str, Any]:
         raise ApiError(f"Method {method['type']!r} is not available yet on this server; "
                        f"use one of {sorted(SUPPORTED_METHODS)}", param="method.type",
                        code="unsupported_method")
+    if method["type"] == "reinforcement":
+        grader = (method.get("reinforcement") or {}).get("grader")
+        if grader is None:
+            raise ApiError("A reinforcement job needs a grader", code="missing_grader",
+                           param="method.reinforcement.grader")
+        try:
+            grader_validate(grader)
+        except GraderInvalid as exc:
+            raise ApiError(f"Invalid grader: {exc.message}", code="invalid_grader",
+                           param=f"method.reinforcement.grader{exc.path}") from exc
     return method
 
 
@@ -92,21 +114,27 @@ def _pool(data: dict[str, Any]) -> str:
 def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
     """Check the request, write the job and its first attempt, queue it on commit."""
     method = _method_request(data)
+    method_type = method["type"]
     training_file = _usable_file(organization=organization, file_id=data["training_file"],
-                                 param="training_file")
+                                 param="training_file", method=method_type)
     validation_file = None
     if data.get("validation_file"):
         validation_file = _usable_file(organization=organization,
-                                       file_id=data["validation_file"], param="validation_file")
+                                       file_id=data["validation_file"], param="validation_file",
+                                       method=method_type)
     resolved = resolve_model(organization=organization, name=data["model"])
     pool = _pool(data)
     training_type = data.get("training_type", "lora")
     base_lr = (resolved.lora_learning_rate if training_type == "lora"
                else resolved.full_learning_rate)
-    requested = (method.get("supervised") or {}).get("hyperparameters") or {}
-    hyper = resolve_supervised(requested, base_learning_rate=base_lr,
-                               example_count=training_file.validation["example_count"])
+    method_body = method.get(method_type) or {}
+    requested = method_body.get("hyperparameters") or {}
+    hyper = RESOLVERS[method_type](requested, base_learning_rate=base_lr,
+                                   example_count=training_file.validation["example_count"])
     learning_rate = hyper.pop("learning_rate")
+    stored_method: dict[str, Any] = {"hyperparameters": hyper}
+    if method_type == "reinforcement":
+        stored_method["grader"] = method_body["grader"]
     seed = data.get("seed")
     if seed is None:
         seed = random.SystemRandom().randint(0, 2**31 - 1)
@@ -123,6 +151,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "assistant_only_loss": data.get("assistant_only_loss", True),
         "gpus": data.get("devices") or prices.POOLS[pool].devices_per_job,
         "root_model": resolved.root_name,
+        "parent_job": resolved.parent_job,
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
     }
@@ -133,7 +162,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
             base_model=resolved.ref.model_dump(mode="json"), size_class=resolved.size_class,
             status=JobStatus.QUEUED, training_file=training_file,
             validation_file=validation_file,
-            method={"type": "supervised", "supervised": {"hyperparameters": hyper}},
+            method={"type": method_type, method_type: stored_method},
             training=training, suffix=data.get("suffix") or "", seed=seed,
             metadata=data.get("metadata") or {}, pool=pool,
         )
@@ -297,7 +326,11 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
                            "longer holds the job's lease", level="warn")
             return False
         _record_attempt_usage(job, attempt.number, result.trained_tokens,
-                              Decimal(str(result.device_seconds)))
+                              Decimal(str(result.device_seconds)), result.rollout_tokens)
+        if result.grader_errors:
+            event_platform(job, f"{result.grader_errors} grader results were errors (NaN, "
+                           "infinite, not a number or a sandbox failure) and scored 0",
+                           level="warn")
         if result.status == "preempted":
             job.refresh_from_db()
             return _requeue(job, f"Attempt {attempt.number} was handed back by its worker "
@@ -330,9 +363,12 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
 
 
 def _record_attempt_usage(job: FineTuningJob, attempt: int, tokens: int,
-                          device_seconds: Decimal) -> None:
+                          device_seconds: Decimal, rollout_tokens: int = 0) -> None:
     usage_record(job=job, attempt=attempt, kind=UsageKind.TRAINED_TOKENS,
                  quantity=Decimal(tokens))
+    if rollout_tokens:
+        usage_record(job=job, attempt=attempt, kind=UsageKind.ROLLOUT_TOKENS,
+                     quantity=Decimal(rollout_tokens))
     usage_record(job=job, attempt=attempt, kind=UsageKind.DEVICE_SECONDS,
                  quantity=device_seconds.quantize(Decimal("0.001")))
 
@@ -340,8 +376,11 @@ def _record_attempt_usage(job: FineTuningJob, attempt: int, tokens: int,
 def _eval_block(result: contract.FinishedData) -> dict[str, Any] | None:
     if result.eval_metric is None:
         return None
-    return {"metric": result.eval_metric, "before": result.eval_before,
-            "after": result.eval_after}
+    block: dict[str, Any] = {"metric": result.eval_metric, "before": result.eval_before,
+                             "after": result.eval_after}
+    if result.eval_more:
+        block["more"] = result.eval_more
+    return block
 
 
 def _write_bill(job: FineTuningJob) -> None:
@@ -349,8 +388,10 @@ def _write_bill(job: FineTuningJob) -> None:
     totals = usage_totals(job=job)
     tokens = int(totals[UsageKind.TRAINED_TOKENS])
     device_seconds = totals[UsageKind.DEVICE_SECONDS]
+    rollout_tokens = int(totals[UsageKind.ROLLOUT_TOKENS])
     cost = prices.job_cost(method=job.method_type, size_class=job.size_class, pool=job.pool,
-                           trained_tokens=tokens, device_seconds=device_seconds)
+                           trained_tokens=tokens, device_seconds=device_seconds,
+                           rollout_tokens=rollout_tokens)
     evaluation = job.eval
     if evaluation and evaluation.get("before") is not None and evaluation.get("after") is not None:
         gain = evaluation["after"] - evaluation["before"]
@@ -358,7 +399,8 @@ def _write_bill(job: FineTuningJob) -> None:
                       "gain_per_dollar": (float(Decimal(str(gain)) / cost.total)
                                           if cost.total > 0 else None)}
     FineTuningJob.objects.filter(id=job.id).update(
-        device_seconds=device_seconds, cost_tokens=cost.tokens, cost_compute=cost.compute,
+        device_seconds=device_seconds, rollout_tokens=rollout_tokens, cost_tokens=cost.tokens,
+        cost_compute=cost.compute,
         price_version=prices.PRICE_VERSION, eval=evaluation,
     )
 

@@ -60,22 +60,27 @@ class Report:
 
 
 def detect_format(row: dict[str, Any]) -> str | None:
+    """The row's format by its shape; a conversation that ends on a user turn is a prompt
+    for reinforcement fine-tuning (OpenAI's RFT format), anything else with messages is chat."""
     if "messages" in row:
+        messages = row["messages"]
+        if (isinstance(messages, list) and messages and isinstance(messages[-1], dict)
+                and messages[-1].get("role") == "user"):
+            return "reinforcement"
         return "chat"
     if "input" in row and "preferred_output" in row:
         return "preference"
     return None
 
 
-def chat_row_errors(row: dict[str, Any]) -> list[str]:
-    """Why one chat example cannot be trained on (empty when it can)."""
-    messages = row.get("messages")
+def _message_errors(messages: Any, prefix: str = "messages") -> tuple[list[str], list[str]]:
+    """(errors, roles) of a list of chat messages; shared by every format that holds one."""
     if not isinstance(messages, list) or not messages:
-        return ["'messages' must be a non-empty list"]
+        return [f"'{prefix}' must be a non-empty list"], []
     errors: list[str] = []
     roles: list[str] = []
     for index, message in enumerate(messages):
-        where = f"messages[{index}]"
+        where = f"{prefix}[{index}]"
         if not isinstance(message, dict):
             errors.append(f"{where} must be an object")
             continue
@@ -94,6 +99,12 @@ def chat_row_errors(row: dict[str, Any]) -> list[str]:
         weight = message.get("weight")
         if weight is not None and (role != "assistant" or weight not in (0, 1)):
             errors.append(f"{where}.weight must be 0 or 1, on assistant messages only")
+    return errors, roles
+
+
+def chat_row_errors(row: dict[str, Any]) -> list[str]:
+    """Why one chat example cannot be trained on (empty when it can)."""
+    errors, roles = _message_errors(row.get("messages"))
     if errors:
         return errors
     if "user" not in roles:
@@ -105,7 +116,57 @@ def chat_row_errors(row: dict[str, Any]) -> list[str]:
     return errors
 
 
-ROW_CHECKS = {"chat": chat_row_errors}
+def reinforcement_row_errors(row: dict[str, Any]) -> list[str]:
+    """OpenAI's RFT format: a prompt ending with a user turn; other keys are for graders."""
+    errors, roles = _message_errors(row.get("messages"))
+    if errors:
+        return errors
+    if roles[-1] != "user":
+        return ["the last message must be from the user (the model answers it)"]
+    if "assistant" in roles:
+        return ["reinforcement prompts must not contain assistant messages"]
+    return []
+
+
+def _output_errors(output: Any, name: str) -> list[str]:
+    if not isinstance(output, list) or len(output) != 1 or not isinstance(output[0], dict):
+        return [f"'{name}' must be a list holding one assistant message"]
+    message = output[0]
+    if message.get("role") != "assistant":
+        return [f"{name}[0].role must be 'assistant'"]
+    content = message.get("content")
+    if not isinstance(content, str):
+        return [f"{name}[0].content must be a string"]
+    if not content.strip():
+        return [f"{name}[0].content is empty"]
+    return []
+
+
+def preference_row_errors(row: dict[str, Any]) -> list[str]:
+    """OpenAI's DPO format: a prompt (``input.messages``) and a preferred and a
+    non-preferred assistant answer to it."""
+    source = row.get("input")
+    if not isinstance(source, dict):
+        return ["'input' must be an object with a 'messages' list"]
+    errors, roles = _message_errors(source.get("messages"), "input.messages")
+    if not errors and "user" not in roles:
+        errors.append("input.messages needs at least one user message")
+    elif not errors and roles[-1] == "assistant":
+        errors.append("input.messages must not end with an assistant message (the answers "
+                      "go in preferred_output and non_preferred_output)")
+    errors += _output_errors(row.get("preferred_output"), "preferred_output")
+    errors += _output_errors(row.get("non_preferred_output"), "non_preferred_output")
+    if not errors and (row["preferred_output"][0]["content"].strip()
+                       == row["non_preferred_output"][0]["content"].strip()):
+        errors.append("preferred_output and non_preferred_output are the same answer")
+    return errors
+
+
+ROW_CHECKS = {"chat": chat_row_errors, "preference": preference_row_errors,
+              "reinforcement": reinforcement_row_errors}
+# Formats told apart only by the last message's role: a row of one in a file of the other is
+# checked by the file's rules, so its error says what is wrong with it, not what it looks like.
+_MESSAGE_FORMATS = {"chat", "reinforcement"}
 
 
 def _lines(stream: BinaryIO, limit: int) -> Iterable[tuple[int, bytes | None]]:
@@ -160,9 +221,12 @@ def validate_jsonl(stream: BinaryIO, *, expected_format: str | None = None,
             continue
         row_format = detect_format(row)
         if row_format is None:
-            report.add_error(number, "unknown format: expected a 'messages' list (chat)")
+            report.add_error(number, "unknown format: expected a 'messages' list (chat or "
+                             "reinforcement) or 'input' and 'preferred_output' (preference)")
             continue
         wanted = expected_format or report.format or row_format
+        if row_format != wanted and {row_format, wanted} <= _MESSAGE_FORMATS:
+            row_format = wanted
         if row_format != wanted:
             report.add_error(number, f"{row_format} example in a {wanted} dataset")
             continue
