@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from celery import Celery
+from celery.signals import worker_process_init
 
 from workers import contract, env
 from workers.celery_config import celery_settings
@@ -21,6 +22,17 @@ POOL = env.env_str("POSTTRAIN_POOL", "cpu")
 app = Celery("posttrain_workers", fixups=[])  # never Celery's Django fix-up
 app.conf.update(celery_settings())
 app.conf.task_default_queue = contract.train_queue(POOL)
+
+_presence = None
+
+
+@worker_process_init.connect
+def _start_presence(**kwargs: object) -> None:
+    """Each process that runs jobs announces itself (pool, host, devices, current job)."""
+    global _presence
+    from workers.presence import Presence
+
+    _presence = Presence(POOL, send_presence).start()
 
 
 @app.task(name=contract.TRAIN_TASK, acks_late=True)
@@ -34,9 +46,20 @@ def train(message: dict) -> None:
     except ValidationError:
         logger.exception("dropping a TrainJob message that does not match contract v1")
         return
-    run_attempt(job, publish=publish_event)
+    if _presence is not None:
+        _presence.set_job(job.job_id)
+    try:
+        run_attempt(job, publish=publish_event)
+    finally:
+        if _presence is not None:
+            _presence.set_job(None)
 
 
 def publish_event(event: contract.JobEvent) -> None:
     app.send_task(contract.EVENT_TASK, args=[event.model_dump(mode="json")],
+                  queue=contract.PLATFORM_QUEUE)
+
+
+def send_presence(beat: contract.WorkerHeartbeat) -> None:
+    app.send_task(contract.WORKER_HEARTBEAT_TASK, args=[beat.model_dump(mode="json")],
                   queue=contract.PLATFORM_QUEUE)

@@ -20,6 +20,7 @@ TRAIN_TASK = "posttrain.train.v1"
 EVENT_TASK = "posttrain.job_event.v1"
 VALIDATE_FILE_TASK = "posttrain.validate_file.v1"
 REAP_TASK = "posttrain.reap.v1"
+WORKER_HEARTBEAT_TASK = "posttrain.worker_heartbeat.v1"
 PLATFORM_QUEUE = "platform"
 
 EventType = Literal["message", "metrics", "checkpoint", "finished"]
@@ -129,3 +130,21 @@ class CheckpointData(_Message):
     key: str
     trained_tokens: int
     metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class WorkerHeartbeat(_Message):
+    """A training worker's presence, sent periodically on the ``platform`` queue.
+
+    The platform counts a pool's workers online from these (``GET /v1/pools``) and picks
+    ``auto`` pools among pools with a worker online.
+    """
+
+    version: Literal[1] = 1
+    worker: str  # unique per worker process: queue@host:pid
+    pool: str
+    host: str
+    devices: int = Field(ge=0, default=1)
+    device_kind: str = ""
+    current_job: str | None = None
+    started_at: float
+    sent_at: float

@@ -12,6 +12,7 @@ from drf_spectacular.views import (
 from posttrain_server.files import api as files_api
 from posttrain_server.jobs import api as jobs_api
 from posttrain_server.jobs import internal_api
+from posttrain_server.pools import api as pools_api
 
 
 def healthz(request):  # noqa: ARG001 - Django view signature
@@ -23,6 +24,7 @@ urlpatterns = [
     path("v1/files/<str:file_id>", files_api.FileDetailView.as_view()),
     path("v1/files/<str:file_id>/content", files_api.FileContentView.as_view()),
     path("v1/fine_tuning/jobs", jobs_api.JobListView.as_view()),
+    path("v1/fine_tuning/jobs/estimate", jobs_api.JobEstimateView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>", jobs_api.JobDetailView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/cancel", jobs_api.JobCancelView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/events", jobs_api.JobEventsView.as_view()),
@@ -30,6 +32,7 @@ urlpatterns = [
     path("v1/fine_tuning/jobs/<str:job_id>/checkpoints/<str:checkpoint_id>/content",
          jobs_api.CheckpointContentView.as_view()),
     path("v1/models", jobs_api.ModelListView.as_view()),
+    path("v1/pools", pools_api.PoolListView.as_view()),
     path("v1/models/<path:model>/content", jobs_api.ModelContentView.as_view()),
     path("v1/models/<path:model>", jobs_api.ModelDetailView.as_view()),
     path("internal/attempts/<str:attempt_id>/claim", internal_api.AttemptClaimView.as_view()),

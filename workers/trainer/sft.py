@@ -26,6 +26,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
 from workers.trainer.evaluation import exact_match
+from workers.trainer.holdout import split_eval
 
 EVAL_METRIC = "exact_match"
 
@@ -47,19 +48,6 @@ def load_rows(path: str | None) -> list[dict[str, Any]]:
                 rows.append({"messages": [{"role": m["role"], "content": m["content"]}
                                           for m in row["messages"]]})
     return rows
-
-
-def split_eval(train: list[dict], validation: list[dict], samples: int, seed: int
-               ) -> tuple[list[dict], list[dict]]:
-    """Held-out rows to score: the validation file, else a seeded slice kept out of training."""
-    if samples <= 0:
-        return train, []
-    if validation:
-        return train, validation[:samples]
-    holdout = min(samples, len(train) // 10)
-    shuffled = list(train)
-    random.Random(seed).shuffle(shuffled)
-    return shuffled[holdout:], shuffled[:holdout]
 
 
 class PlatformCallback(TrainerCallback):

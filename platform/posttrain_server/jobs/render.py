@@ -58,6 +58,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
             "total": str(job.cost_tokens + job.cost_compute),
             "price_version": job.price_version or None,
         },
+        "quoted_cost": str(job.quoted_cost),
         "eval": job.eval,
     }
 

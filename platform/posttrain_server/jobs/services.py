@@ -21,8 +21,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from posttrain_server.api.errors import ApiError, ConflictError
-from posttrain_server.billing import prices
+from posttrain_server.billing import prices, token_counts
 from posttrain_server.billing.models import UsageKind
+from posttrain_server.billing.quotas import quota_check
+from posttrain_server.billing.quotes import pools_quote
+from posttrain_server.billing.selectors import price_rates_current, price_rates_for
 from posttrain_server.billing.services import usage_record, usage_totals
 from posttrain_server.files.models import File, FileStatus
 from posttrain_server.files.selectors import file_get
@@ -40,6 +43,7 @@ from posttrain_server.jobs.state_machine import (
     attempt_transition,
     job_transition,
 )
+from posttrain_server.pools.choice import pool_choose
 from posttrain_server.tenancy.models import Organization
 from workers import contract
 
@@ -81,16 +85,8 @@ def _method_request(data: dict[str, Any]) -> dict[str, Any]:
     return method
 
 
-def _pool(data: dict[str, Any]) -> str:
-    pool = data.get("pool") or settings.DEFAULT_POOL
-    if pool not in prices.POOLS:
-        raise ApiError(f"Unknown pool {pool!r}; known pools: {', '.join(prices.POOLS)}",
-                       param="pool", code="unknown_pool")
-    return pool
-
-
-def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
-    """Check the request, write the job and its first attempt, queue it on commit."""
+def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[str, Any]:
+    """Check and resolve a create (or estimate) request, writing nothing."""
     method = _method_request(data)
     training_file = _usable_file(organization=organization, file_id=data["training_file"],
                                  param="training_file")
@@ -99,7 +95,6 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         validation_file = _usable_file(organization=organization,
                                        file_id=data["validation_file"], param="validation_file")
     resolved = resolve_model(organization=organization, name=data["model"])
-    pool = _pool(data)
     training_type = data.get("training_type", "lora")
     base_lr = (resolved.lora_learning_rate if training_type == "lora"
                else resolved.full_learning_rate)
@@ -121,26 +116,58 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "lr_scheduler": data.get("lr_scheduler", "linear"),
         "warmup_ratio": data.get("warmup_ratio", 0.0),
         "assistant_only_loss": data.get("assistant_only_loss", True),
-        "gpus": prices.POOLS[pool].devices_per_job if pool != "cpu" else 1,
         "root_model": resolved.root_name,
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
     }
+    tokens = token_counts.trained_tokens(
+        file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
+        max_seq_length=training["max_seq_length"], eval_samples=training["eval_samples"],
+        has_validation_file=validation_file is not None, seed=seed)
+    return {"method_type": method["type"], "training_file": training_file,
+            "validation_file": validation_file, "resolved": resolved, "hyper": hyper,
+            "seed": seed, "training": training, "trained_tokens": tokens}
+
+
+def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
+    """Check the request, quote it, and write the job and its first attempt, queued on commit.
+
+    Budget and concurrency quotas are checked inside the writing transaction, under a lock
+    on the organization's quota row, so parallel creates cannot all slip under a limit.
+    """
+    request = _job_request(organization=organization, data=data)
+    method_type, resolved = request["method_type"], request["resolved"]
+    rates = price_rates_current()
+    choice = pool_choose(requested=data.get("pool") or settings.DEFAULT_POOL,
+                         quotes=pools_quote(method=method_type, size_class=resolved.size_class,
+                                            tokens=request["trained_tokens"], rates=rates))
+    quote = choice.quote
+    training = {**request["training"], "gpus": quote.gpus}
     token, token_hash = dispatch.new_attempt_token()
     with transaction.atomic():
+        quota_check(organization=organization, quoted_cost=quote.cost.total)
         job = FineTuningJob.objects.create(
             organization=organization, model=data["model"],
             base_model=resolved.ref.model_dump(mode="json"), size_class=resolved.size_class,
-            status=JobStatus.QUEUED, training_file=training_file,
-            validation_file=validation_file,
-            method={"type": "supervised", "supervised": {"hyperparameters": hyper}},
-            training=training, suffix=data.get("suffix") or "", seed=seed,
-            metadata=data.get("metadata") or {}, pool=pool,
+            status=JobStatus.QUEUED, training_file=request["training_file"],
+            validation_file=request["validation_file"],
+            method={"type": "supervised", "supervised": {"hyperparameters": request["hyper"]}},
+            training=training, suffix=data.get("suffix") or "", seed=request["seed"],
+            metadata=data.get("metadata") or {}, pool=quote.pool,
+            price_version=rates.version, quoted_cost=quote.cost.total,
         )
         attempt = Attempt.objects.create(job=job, number=1, token_hash=token_hash,
                                          dispatched_at=timezone.now())
         event_platform(job, f"Created fine-tuning job: {job.id}")
-        event_platform(job, f"Job queued on pool '{pool}' ({prices.POOLS[pool].accelerator})")
+        event_platform(job, f"Job queued on pool '{quote.pool}' ({quote.accelerator}, "
+                       f"{quote.gpus} GPU{'s' if quote.gpus != 1 else ''}): estimated "
+                       f"{quote.tokens:,} trained tokens, ${quote.cost.total} "
+                       f"(price book {rates.version})",
+                       data={"estimate": quote.as_dict(), "requested_pool": choice.requested})
+        if quote.workers_online == 0:
+            event_platform(job, f"No worker is online for pool '{quote.pool}' yet; the job "
+                           f"waits in queue {contract.train_queue(quote.pool)} until one "
+                           "starts", level="warn")
         dispatch.dispatch_on_commit(job, attempt, token)
     job.refresh_from_db()
     return job
@@ -345,7 +372,10 @@ def _write_bill(job: FineTuningJob) -> None:
     tokens = int(totals[UsageKind.TRAINED_TOKENS])
     device_seconds = totals[UsageKind.DEVICE_SECONDS]
     cost = prices.job_cost(method=job.method_type, size_class=job.size_class, pool=job.pool,
-                           trained_tokens=tokens, device_seconds=device_seconds)
+                           trained_tokens=tokens, device_seconds=device_seconds,
+                           rollout_tokens=int(totals[UsageKind.ROLLOUT_TOKENS]),
+                           eval_tokens=int(totals[UsageKind.EVAL_TOKENS]),
+                           rates=price_rates_for(version=job.price_version))
     evaluation = job.eval
     if evaluation and evaluation.get("before") is not None and evaluation.get("after") is not None:
         gain = evaluation["after"] - evaluation["before"]
@@ -354,7 +384,7 @@ def _write_bill(job: FineTuningJob) -> None:
                                           if cost.total > 0 else None)}
     FineTuningJob.objects.filter(id=job.id).update(
         device_seconds=device_seconds, cost_tokens=cost.tokens, cost_compute=cost.compute,
-        price_version=prices.PRICE_VERSION, eval=evaluation,
+        price_version=cost.price_version, eval=evaluation,
     )
 
 

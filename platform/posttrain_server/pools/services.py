@@ -1,0 +1,22 @@
+"""Pool writes: recording training workers' presence heartbeats."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.utils import timezone
+
+from posttrain_server.pools.models import TrainingWorker
+from workers import contract
+
+
+def worker_heartbeat_record(*, beat: contract.WorkerHeartbeat) -> TrainingWorker:
+    """Upsert the worker's row. ``last_seen_at`` is the platform's clock, not the worker's,
+    so a worker with a skewed clock is still judged online or offline correctly."""
+    worker, _ = TrainingWorker.objects.update_or_create(
+        name=beat.worker[:200],
+        defaults={"pool": beat.pool, "host": beat.host[:200], "devices": beat.devices,
+                  "device_kind": beat.device_kind[:200], "current_job": beat.current_job or "",
+                  "started_at": datetime.fromtimestamp(beat.started_at, tz=UTC),
+                  "last_seen_at": timezone.now()})
+    return worker
