@@ -26,3 +26,17 @@ def usage_totals(*, job) -> dict[str, Decimal]:
     totals = {kind: Decimal(0) for kind in UsageKind.values}
     totals.update({row["kind"]: row["total"] for row in rows})
     return totals
+
+
+def price_book_seed_default() -> bool:
+    """Create the default price book version if it does not exist (never overwrites one)."""
+    from datetime import UTC, datetime
+
+    from posttrain_server.billing.models import PriceBook
+    from posttrain_server.billing.prices import DEFAULT_RATES
+
+    _, created = PriceBook.objects.get_or_create(
+        version=DEFAULT_RATES.version,
+        defaults={"effective_at": datetime(2026, 11, 1, tzinfo=UTC), **DEFAULT_RATES.as_json(),
+                  "note": "Illustrative defaults; edit in the admin by adding a new version."})
+    return created

@@ -20,3 +20,19 @@ def worker_heartbeat_record(*, beat: contract.WorkerHeartbeat) -> TrainingWorker
                   "started_at": datetime.fromtimestamp(beat.started_at, tz=UTC),
                   "last_seen_at": timezone.now()})
     return worker
+
+
+def pools_seed_defaults() -> list[str]:
+    """Create the default pools that do not exist (never overwrites an edited pool).
+
+    The data migration seeds them on a new database; ``manage.py seed_pools`` (and tests that
+    flush the database) call this to put back any that are missing. Returns the names created.
+    """
+    from posttrain_server.billing.prices import DEFAULT_POOLS
+    from posttrain_server.pools.models import Pool
+
+    created = []
+    for name, fields in DEFAULT_POOLS.items():
+        if Pool.objects.get_or_create(name=name, defaults=fields)[1]:
+            created.append(name)
+    return created
