@@ -9,6 +9,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from posttrain_server.billing import api as billing_api
 from posttrain_server.files import api as files_api
 from posttrain_server.jobs import api as jobs_api
 from posttrain_server.jobs import internal_api
@@ -33,6 +34,11 @@ urlpatterns = [
          jobs_api.CheckpointContentView.as_view()),
     path("v1/models", jobs_api.ModelListView.as_view()),
     path("v1/pools", pools_api.PoolListView.as_view()),
+    path("v1/organization/usage", billing_api.UsageView.as_view()),
+    path("v1/organization/invoices", billing_api.InvoiceListView.as_view()),
+    path("v1/organization/invoices/<str:invoice_id>", billing_api.InvoiceDetailView.as_view()),
+    path("v1/organization/invoices/<str:invoice_id>/content",
+         billing_api.InvoiceCsvView.as_view()),
     path("v1/models/<path:model>/content", jobs_api.ModelContentView.as_view()),
     path("v1/models/<path:model>", jobs_api.ModelDetailView.as_view()),
     path("internal/attempts/<str:attempt_id>/claim", internal_api.AttemptClaimView.as_view()),

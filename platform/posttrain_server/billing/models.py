@@ -25,6 +25,15 @@ class UsageRecord(models.Model):
     quantity = models.DecimalField(max_digits=24, decimal_places=6)
     idempotency_key = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Copied from the job when the row is written, so usage reports and invoices group
+    # without joins, and a row keeps saying how it was priced.
+    pool = models.CharField(max_length=40, blank=True, default="")
+    method = models.CharField(max_length=40, blank=True, default="")
+    size_class = models.CharField(max_length=20, blank=True, default="")
+    price_version = models.CharField(max_length=40, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "created_at"])]
 
 
 class PriceBook(models.Model):
@@ -80,3 +89,45 @@ class TokenCount(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["file", "tokenizer"],
                                                name="token_count_unique")]
+
+
+def _invoice_id() -> str:
+    from posttrain_server.api.ids import new_id
+
+    return new_id("inv")
+
+
+class Invoice(models.Model):
+    """One per organization per month. The current month's is a ``draft`` whose lines are
+    recomputed from usage when asked for; a past month's is ``final`` and never changes."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=_invoice_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE,
+                                     related_name="invoices")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    status = models.CharField(max_length=10, default="draft")
+    total = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "period_start"],
+                                               name="invoice_month_unique")]
+        ordering = ["-period_start"]
+
+
+class InvoiceLine(models.Model):
+    """Tokens or GPU-hours of one (pool, method, size class, price version): quantity x rate,
+    rounded once (``prices.money``)."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    kind = models.CharField(max_length=32)  # a UsageKind; device_seconds shown as GPU-hours
+    pool = models.CharField(max_length=40)
+    method = models.CharField(max_length=40)
+    size_class = models.CharField(max_length=20)
+    price_version = models.CharField(max_length=40)
+    quantity = models.DecimalField(max_digits=24, decimal_places=6)
+    unit = models.CharField(max_length=20)  # "1M tokens" or "GPU-hour"
+    unit_price = models.DecimalField(max_digits=20, decimal_places=6)
+    amount = models.DecimalField(max_digits=20, decimal_places=6)

@@ -16,7 +16,9 @@ def usage_record(*, job, attempt: int, kind: UsageKind, quantity: Decimal,
     _, created = UsageRecord.objects.get_or_create(
         idempotency_key=key,
         defaults={"organization_id": job.organization_id, "job": job, "attempt": attempt,
-                  "kind": kind, "quantity": quantity},
+                  "kind": kind, "quantity": quantity, "pool": job.pool,
+                  "method": job.method["type"], "size_class": job.size_class,
+                  "price_version": job.price_version},
     )
     return created
 
