@@ -25,6 +25,8 @@ PLATFORM_QUEUE = "platform"
 
 EventType = Literal["message", "metrics", "checkpoint", "finished"]
 TerminalStatus = Literal["succeeded", "failed", "cancelled"]
+# How an attempt can end: a terminal status of the job, or paused (user pause, budget cap).
+AttemptEnd = Literal["succeeded", "failed", "cancelled", "paused"]
 
 
 def train_queue(pool: str) -> str:
@@ -68,6 +70,28 @@ class TrainHyperparameters(_Message):
     checkpoint_every_steps: int = 0  # 0: about 10 checkpoints per job
 
 
+class BudgetSpec(_Message):
+    """A job's cost cap, with the rates needed to follow its spend step by step.
+
+    Only a trigger: the trainer stops (checkpointed) at the first step where this estimate of
+    the spend reaches ``max_cost``; the platform bills from usage with ``Decimal``.
+    """
+
+    max_cost: str  # USD, decimal string
+    spent_before: str = "0"  # billed to earlier attempts of the job
+    token_rate_per_million: str  # trained tokens
+    gpu_hour_rate: str
+    gpus: int = 1
+
+    def spent(self, *, tokens: int, seconds: float) -> float:
+        return (float(self.spent_before)
+                + tokens * float(self.token_rate_per_million) / 1_000_000
+                + seconds * self.gpus * float(self.gpu_hour_rate) / 3600)
+
+    def reached(self, *, tokens: int, seconds: float) -> bool:
+        return self.spent(tokens=tokens, seconds=seconds) >= float(self.max_cost)
+
+
 class TrainJob(_Message):
     """One attempt of one job: everything a worker needs, nothing it must look up."""
 
@@ -90,6 +114,7 @@ class TrainJob(_Message):
     resume_from_checkpoint: str | None = None  # storage key of a checkpoint archive
     resume_trained_tokens: int = 0
     platform_url: str
+    budget: BudgetSpec | None = None  # None: no cap
 
 
 class JobEvent(_Message):
@@ -112,8 +137,9 @@ class FinishedData(_Message):
     The platform applies it, the usage and the bill in one transaction.
     """
 
-    status: TerminalStatus
+    status: AttemptEnd
     error: dict[str, Any] | None = None
+    stop_reason: Literal["cancelled", "paused", "budget", "lease_lost"] | None = None
     trained_tokens: int = 0
     device_seconds: float = 0.0
     eval_metric: str | None = None

@@ -28,6 +28,8 @@ urlpatterns = [
     path("v1/fine_tuning/jobs/estimate", jobs_api.JobEstimateView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>", jobs_api.JobDetailView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/cancel", jobs_api.JobCancelView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/pause", jobs_api.JobPauseView.as_view()),
+    path("v1/fine_tuning/jobs/<str:job_id>/resume", jobs_api.JobResumeView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/events", jobs_api.JobEventsView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/checkpoints", jobs_api.JobCheckpointsView.as_view()),
     path("v1/fine_tuning/jobs/<str:job_id>/checkpoints/<str:checkpoint_id>/content",

@@ -18,7 +18,8 @@ JOB_FIELDS = {"id", "object", "created_at", "finished_at", "estimated_finish", "
               "validation_file", "result_files", "trained_tokens", "hyperparameters", "method",
               "error", "seed", "suffix", "metadata", "integrations", "user_provided_suffix",
               "pool", "training_type", "lora", "learning_rate", "max_seq_length",
-              "cancel_requested", "progress", "usage", "cost", "eval", "quoted_cost"}
+              "cancel_requested", "progress", "usage", "cost", "eval", "quoted_cost",
+              "max_cost"}
 
 
 def assert_error(response, status: int, *, param=None, code=None) -> dict:

@@ -25,6 +25,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
+from workers import contract
 from workers.trainer.evaluation import exact_match
 from workers.trainer.holdout import split_eval
 
@@ -58,6 +59,11 @@ class PlatformCallback(TrainerCallback):
         self.resume_tokens = int(spec.get("resume_trained_tokens", 0))
         self.started = time.monotonic()
         self.stopped = False
+        self.stop_reason: str | None = None
+        self.stop_message = ""
+        self.budget = (contract.BudgetSpec.model_validate(spec["budget"])
+                       if spec.get("budget") else None)
+        self.attempt_started_at = float(spec.get("attempt_started_at") or time.time())
         self.trainer: Any = None
         self.last_metrics: dict[str, float] = {}
 
@@ -67,8 +73,19 @@ class PlatformCallback(TrainerCallback):
         return int(getattr(self.trainer, "_total_train_tokens", 0))
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
-        if self.stop_flag.exists() and not self.stopped:
-            self.stopped = True
+        if self.stopped:
+            return control
+        if self.stop_flag.exists():
+            self.stopped, self.stop_reason = True, self.stop_flag.read_text().strip() or None
+        elif self.budget is not None:
+            tokens, seconds = self.attempt_tokens(), time.time() - self.attempt_started_at
+            if self.budget.reached(tokens=tokens, seconds=seconds):
+                spent = self.budget.spent(tokens=tokens, seconds=seconds)
+                self.stopped, self.stop_reason = True, "budget"
+                self.stop_message = (f"Paused at step {state.global_step}: the estimated "
+                                     f"spend ${spent:.6f} reached max_cost "
+                                     f"${self.budget.max_cost}")
+        if self.stopped:
             control.should_training_stop = True
             control.should_save = True
         return control
@@ -185,7 +202,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     callback.trainer = trainer
     trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
-                  stopped=callback.stopped)
+                  stopped=callback.stopped, stop_reason=callback.stop_reason,
+                  stop_message=callback.stop_message)
     if callback.stopped:
         return result
     final_dir = Path(spec["final_dir"])

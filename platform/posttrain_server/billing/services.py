@@ -6,7 +6,9 @@ from decimal import Decimal
 
 from django.db.models import Sum
 
+from posttrain_server.billing import prices
 from posttrain_server.billing.models import UsageKind, UsageRecord
+from workers import contract
 
 
 def usage_record(*, job, attempt: int, kind: UsageKind, quantity: Decimal,
@@ -42,3 +44,30 @@ def price_book_seed_default() -> bool:
         defaults={"effective_at": datetime(2026, 11, 1, tzinfo=UTC), **DEFAULT_RATES.as_json(),
                   "note": "Illustrative defaults; edit in the admin by adding a new version."})
     return created
+
+
+def job_usage_cost(*, job) -> prices.Cost:
+    """A job's bill so far: its usage rows priced with the price book it was quoted with."""
+    from posttrain_server.billing.selectors import price_rates_for
+
+    totals = usage_totals(job=job)
+    return prices.job_cost(method=job.method["type"], size_class=job.size_class, pool=job.pool,
+                           trained_tokens=int(totals[UsageKind.TRAINED_TOKENS]),
+                           device_seconds=totals[UsageKind.DEVICE_SECONDS],
+                           rollout_tokens=int(totals[UsageKind.ROLLOUT_TOKENS]),
+                           eval_tokens=int(totals[UsageKind.EVAL_TOKENS]),
+                           rates=price_rates_for(version=job.price_version))
+
+
+def budget_spec(*, job) -> contract.BudgetSpec | None:
+    """What a worker needs to stop the job at its ``max_cost`` (None: no cap)."""
+    from posttrain_server.billing.selectors import price_rates_for
+
+    if job.max_cost is None:
+        return None
+    rates = price_rates_for(version=job.price_version)
+    return contract.BudgetSpec(
+        max_cost=str(job.max_cost), spent_before=str(job_usage_cost(job=job).total),
+        token_rate_per_million=str(rates.token_rate("trained_tokens", job.method["type"],
+                                                    job.size_class)),
+        gpu_hour_rate=str(rates.gpu_hour_rate(job.pool)), gpus=job.training.get("gpus", 1))

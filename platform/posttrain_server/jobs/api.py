@@ -17,10 +17,10 @@ from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
 from posttrain_server.api.schema import errors, list_of
 from posttrain_server.files.api import storage_download
-from posttrain_server.jobs import estimates, selectors, services
+from posttrain_server.jobs import estimates, pausing, selectors, services
 from posttrain_server.jobs.base_models import BUILTIN_MODELS
 from posttrain_server.jobs.render import checkpoint_object, event_object, job_object
-from posttrain_server.jobs.serializers import JobCreateSerializer
+from posttrain_server.jobs.serializers import JobCreateSerializer, JobResumeSerializer
 from posttrain_server.jobs.state_machine import TERMINAL
 from posttrain_server.tenancy.auth import organization_of
 
@@ -57,6 +57,8 @@ JobSerializer = inline_serializer(name="FineTuningJob", fields={
                                   "before, after, gain, gain_per_dollar"),
     "quoted_cost": serializers.CharField(help_text="Posttrain extension: the estimate at "
                                          "create on the job's pool (USD)"),
+    "max_cost": serializers.CharField(allow_null=True, help_text="Posttrain extension: the "
+                                      "cost cap (USD) at which the job pauses"),
     "alternatives": serializers.ListField(
         child=serializers.JSONField(), required=False,
         help_text="Posttrain extension, finished jobs (retrieve only): what the job's tokens "
@@ -150,6 +152,27 @@ class JobCancelView(APIView):
     @idempotent
     def post(self, request: Request, job_id: str) -> Response:
         job = services.job_cancel(organization=organization_of(request), job_id=job_id)
+        return Response(job_object(job))
+
+
+class JobPauseView(APIView):
+    @extend_schema(operation_id="fine_tuning_jobs_pause", request=None,
+                   responses={200: JobSerializer, **errors(404, 409)})
+    @idempotent
+    def post(self, request: Request, job_id: str) -> Response:
+        job = pausing.job_pause(organization=organization_of(request), job_id=job_id)
+        return Response(job_object(job))
+
+
+class JobResumeView(APIView):
+    @extend_schema(operation_id="fine_tuning_jobs_resume", request=JobResumeSerializer,
+                   responses={200: JobSerializer, **errors(400, 404, 409)})
+    @idempotent
+    def post(self, request: Request, job_id: str) -> Response:
+        serializer = JobResumeSerializer(data=request.data or {})
+        serializer.is_valid(raise_exception=True)
+        job = pausing.job_resume(organization=organization_of(request), job_id=job_id,
+                                 data=serializer.validated_data)
         return Response(job_object(job))
 
 

@@ -155,6 +155,7 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
             training=training, suffix=data.get("suffix") or "", seed=request["seed"],
             metadata=data.get("metadata") or {}, pool=quote.pool,
             price_version=rates.version, quoted_cost=quote.cost.total,
+            max_cost=data.get("max_cost"),
         )
         attempt = Attempt.objects.create(job=job, number=1, token_hash=token_hash,
                                          dispatched_at=timezone.now())
@@ -247,7 +248,8 @@ def attempt_heartbeat(*, attempt_id: str, token: str) -> dict[str, Any] | None:
         heartbeat_at=timezone.now())
     if not renewed:
         return None
-    return {"lease": True, "cancel_requested": attempt.job.cancel_requested_at is not None}
+    return {"lease": True, "cancel_requested": attempt.job.cancel_requested_at is not None,
+            "pause_requested": attempt.job.status == JobStatus.PAUSING}
 
 
 # --- worker events --------------------------------------------------------------------------
@@ -313,6 +315,8 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
     Only the attempt holding the lease may finish the job; a stale attempt (reaped while it
     was still running) is recorded but changes nothing.
     """
+    if result.status == "paused":
+        return _attempt_paused(job=job, attempt=attempt, result=result)
     target = {"succeeded": AttemptStatus.SUCCEEDED, "failed": AttemptStatus.FAILED,
               "cancelled": AttemptStatus.CANCELLED}[result.status]
     with transaction.atomic():
@@ -348,6 +352,44 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
                        level="error" if result.status == "failed" else "info")
         if job.fine_tuned_model:
             event_platform(job, f"New fine-tuned model created: {job.fine_tuned_model}")
+    return True
+
+
+def _attempt_paused(*, job: FineTuningJob, attempt: Attempt,
+                    result: contract.FinishedData) -> bool:
+    """The worker stopped with a checkpoint (pause asked, or max_cost reached): bill what ran,
+    keep the checkpoint, and wait for ``resume``. A cancel asked meanwhile wins."""
+    with transaction.atomic():
+        if not attempt_transition(attempt.id, AttemptStatus.PAUSED,
+                                  only_from={AttemptStatus.RUNNING},
+                                  finished_at=timezone.now(),
+                                  reported_tokens=result.trained_tokens):
+            event_platform(job, f"Ignored the result of attempt {attempt.number}: it no "
+                           "longer holds the job's lease", level="warn")
+            return False
+        _record_attempt_usage(job, attempt.number, result.trained_tokens,
+                              Decimal(str(result.device_seconds)))
+        job.refresh_from_db()
+        tokens = attempt.resume_trained_tokens + result.trained_tokens
+        if job.cancel_requested_at is not None:
+            return _finalize(job, JobStatus.CANCELLED, trained_tokens=tokens,
+                             estimated_finish=None)
+        budget = result.stop_reason == "budget"
+        if not job_transition(job.id, JobStatus.PAUSED,
+                              only_from={JobStatus.RUNNING, JobStatus.PAUSING},
+                              trained_tokens=tokens, estimated_finish=None,
+                              error=result.error if budget else None):
+            transaction.set_rollback(True)
+            return False
+        job.refresh_from_db()
+        _write_bill(job)
+        job.refresh_from_db()
+        reason = ((result.error or {}).get("message", "max_cost reached") if budget
+                  else "pause requested")
+        event_platform(job, f"The job is paused after {result.steps} steps ({reason}); its "
+                       f"checkpoint is kept and ${job.cost_tokens + job.cost_compute} billed so "
+                       "far. Resume to continue" + (" after raising max_cost" if budget else ""),
+                       data={"reason": "max_cost" if budget else "user", "steps": result.steps})
     return True
 
 
@@ -452,6 +494,14 @@ def _recover_lost_attempt(attempt: Attempt, now: Any) -> bool:
         _record_attempt_usage(job, attempt.number, attempt.reported_tokens, seconds)
         job.refresh_from_db()
         attempts = job.attempts.count()
+        if job.status == JobStatus.PAUSING:  # asked to pause: the lost attempt's checkpoint
+            job_transition(job.id, JobStatus.PAUSED, only_from={JobStatus.PAUSING},
+                           estimated_finish=None)
+            job.refresh_from_db()
+            _write_bill(job)
+            event_platform(job, f"Attempt {attempt.number} lost its worker while pausing; "
+                           "the job is paused")
+            return True
         if job.cancel_requested_at is not None:
             _finalize(job, JobStatus.CANCELLED)
             event_platform(job, f"Attempt {attempt.number} lost its worker; the job was "
