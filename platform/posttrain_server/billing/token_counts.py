@@ -16,7 +16,6 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from posttrain_server.api.errors import ApiError
 from posttrain_server.billing.models import TokenCount
 from posttrain_server.files.models import File
 from workers import env
@@ -45,9 +44,12 @@ def tokenizer_folder(ref: ModelRef) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(ref.ref, local_files_only=True))
-    raise ApiError("Token counts are not available for a fully fine-tuned model's result; "
-                   "estimate with its base model instead", param="model",
-                   code="estimate_unavailable")
+    # A fully fine-tuned result: its archive holds the tokenizer it was trained with.
+    folder = env.var_dir() / "tokenizers" / ref.ref.replace("/", "_")
+    with _build_lock:
+        if not folder.is_dir():
+            default_storage().download_dir(ref.ref, folder)
+    return folder
 
 
 @lru_cache(maxsize=8)
