@@ -28,8 +28,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from demo import create_key, upload  # noqa: E402
 from devstack import Stack, prepare  # noqa: E402
 
-CALIBRATION = [(300, 1), (1200, 1), (2400, 1)]  # (training rows, epochs)
-MEASURED = [(600, 1), (900, 2), (1800, 1), (3000, 1)]
+CALIBRATION = [(200, 1), (800, 1), (1600, 1)]  # (training rows, epochs)
+MEASURED = [(400, 1), (600, 2), (1200, 1), (2000, 1)]
 
 
 def run_job(client: httpx.Client, file_id: str, epochs: int) -> tuple[dict, dict]:

@@ -195,3 +195,14 @@ def test_the_monthly_budget_refuses_a_job_whose_estimate_does_not_fit(alice, bob
     assert after["pools"][0]["within_budget"] is False
     assert refused.status_code == 429
     assert refused.json()["error"]["code"] == "monthly_budget_exceeded"
+
+
+def test_a_model_folder_without_a_usable_tokenizer_is_a_clear_error(alice, training_file,
+                                                                    tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+
+    response = estimate(alice, training_file, model=str(tmp_path))
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "tokenizer_unavailable"
+    assert response.json()["error"]["param"] == "model"

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from posttrain_server.api.errors import ApiError
 from posttrain_server.billing.models import TokenCount
 from posttrain_server.files.models import File
 from workers import env
@@ -91,7 +92,12 @@ def row_lengths(*, file: File, ref: ModelRef) -> list[int]:
     cached = TokenCount.objects.filter(file=file, tokenizer=identity).first()
     if cached is not None:
         return cached.lengths
-    lengths = _count_rows(file, tokenizer_folder(ref))
+    try:
+        lengths = _count_rows(file, tokenizer_folder(ref))
+    except (OSError, ValueError, KeyError) as exc:  # no tokenizer there, or no chat template
+        raise ApiError(f"Cannot count the tokens of {file.id} with this model's tokenizer: "
+                       f"{type(exc).__name__}: {exc}"[:500], param="model",
+                       code="tokenizer_unavailable") from exc
     try:
         with transaction.atomic():  # a savepoint: a lost race must not break the caller's
             TokenCount.objects.create(file=file, tokenizer=identity, lengths=lengths)
