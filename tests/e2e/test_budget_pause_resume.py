@@ -76,7 +76,7 @@ def test_a_job_pauses_at_its_max_cost_and_resumes_from_its_checkpoint_once_raise
 
 def test_a_running_job_pauses_on_request_and_resumes_to_the_end(api, toy_data):
     train = api.upload(toy_data["big"])
-    job = api.create_job(**_request(train["id"], epochs=2, batch=16))
+    job = api.create_job(**_request(train["id"], epochs=1, batch=16))
     api.wait_job(job["id"], {"running", "succeeded", "failed"})
     for _ in range(300):  # wait until the trainer has logged a step
         if any(event["type"] == "metrics" for event in api.events(job["id"])):
