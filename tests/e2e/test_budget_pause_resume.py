@@ -19,6 +19,7 @@ def _request(train_id: str, *, epochs: int, batch: int) -> dict:
                 "hyperparameters": {"n_epochs": epochs, "batch_size": batch}}}}
 
 
+@pytest.mark.timeout(2 * WAIT_S)
 def test_a_job_pauses_at_its_max_cost_and_resumes_from_its_checkpoint_once_raised(
         api, toy_data):
     from django.utils import timezone
@@ -74,6 +75,7 @@ def test_a_job_pauses_at_its_max_cost_and_resumes_from_its_checkpoint_once_raise
                for m in messages)
 
 
+@pytest.mark.timeout(2 * WAIT_S)
 def test_a_running_job_pauses_on_request_and_resumes_to_the_end(api, toy_data):
     train = api.upload(toy_data["big"])
     job = api.create_job(**_request(train["id"], epochs=1, batch=16))
