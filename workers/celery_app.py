@@ -12,7 +12,7 @@ import logging.config
 
 from celery import Celery
 from celery.exceptions import Reject
-from celery.signals import setup_logging, worker_init, worker_shutting_down
+from celery.signals import setup_logging, worker_init, worker_process_init, worker_shutting_down
 
 from workers import contract, drain, env, logcontext
 from workers.celery_config import celery_settings
@@ -24,6 +24,17 @@ POOL = env.env_str("POSTTRAIN_POOL", "cpu")
 app = Celery("posttrain_workers", fixups=[])  # never Celery's Django fix-up
 app.conf.update(celery_settings())
 app.conf.task_default_queue = contract.train_queue(POOL)
+
+_presence = None
+
+
+@worker_process_init.connect
+def _start_presence(**kwargs: object) -> None:
+    """Each process that runs jobs announces itself (pool, host, devices, current job)."""
+    global _presence
+    from workers.presence import Presence
+
+    _presence = Presence(POOL, send_presence).start()
 
 
 @setup_logging.connect
@@ -58,12 +69,21 @@ def train(message: dict) -> None:
         logger.exception("dropping a TrainJob message that does not match contract v1")
         return
     token = logcontext.job_id.set(job.job_id)
+    if _presence is not None:
+        _presence.set_job(job.job_id)
     try:
         run_attempt(job, publish=publish_event)
     finally:
         logcontext.job_id.reset(token)
+        if _presence is not None:
+            _presence.set_job(None)
 
 
 def publish_event(event: contract.JobEvent) -> None:
     app.send_task(contract.EVENT_TASK, args=[event.model_dump(mode="json")],
+                  queue=contract.PLATFORM_QUEUE)
+
+
+def send_presence(beat: contract.WorkerHeartbeat) -> None:
+    app.send_task(contract.WORKER_HEARTBEAT_TASK, args=[beat.model_dump(mode="json")],
                   queue=contract.PLATFORM_QUEUE)

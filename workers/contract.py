@@ -20,12 +20,14 @@ TRAIN_TASK = "posttrain.train.v1"
 EVENT_TASK = "posttrain.job_event.v1"
 VALIDATE_FILE_TASK = "posttrain.validate_file.v1"
 REAP_TASK = "posttrain.reap.v1"
+WORKER_HEARTBEAT_TASK = "posttrain.worker_heartbeat.v1"
 PLATFORM_QUEUE = "platform"
 
 EventType = Literal["message", "metrics", "checkpoint", "finished"]
-# How an attempt ended: a job outcome, or "preempted" (its worker drained: the job goes back to
-# the queue and resumes from the checkpoint written on the way out).
-AttemptOutcome = Literal["succeeded", "failed", "cancelled", "preempted"]
+# How an attempt ended: a job outcome, or paused (user pause, budget cap: the job waits for a
+# resume), or preempted (its worker drained: the job goes back to the queue). Both of the last
+# two resume later from the checkpoint written on the way out.
+AttemptOutcome = Literal["succeeded", "failed", "cancelled", "paused", "preempted"]
 
 
 def train_queue(pool: str) -> str:
@@ -92,6 +94,28 @@ class ReinforcementSpec(_Message):
 Method = Literal["supervised", "dpo", "reinforcement"]
 
 
+class BudgetSpec(_Message):
+    """A job's cost cap, with the rates needed to follow its spend step by step.
+
+    Only a trigger: the trainer stops (checkpointed) at the first step where this estimate of
+    the spend reaches ``max_cost``; the platform bills from usage with ``Decimal``.
+    """
+
+    max_cost: str  # USD, decimal string
+    spent_before: str = "0"  # billed to earlier attempts of the job
+    token_rate_per_million: str  # trained tokens
+    gpu_hour_rate: str
+    gpus: int = 1
+
+    def spent(self, *, tokens: int, seconds: float) -> float:
+        return (float(self.spent_before)
+                + tokens * float(self.token_rate_per_million) / 1_000_000
+                + seconds * self.gpus * float(self.gpu_hour_rate) / 3600)
+
+    def reached(self, *, tokens: int, seconds: float) -> bool:
+        return self.spent(tokens=tokens, seconds=seconds) >= float(self.max_cost)
+
+
 class TrainJob(_Message):
     """One attempt of one job: everything a worker needs, nothing it must look up."""
 
@@ -116,6 +140,7 @@ class TrainJob(_Message):
     resume_from_checkpoint: str | None = None  # storage key of a checkpoint archive
     resume_trained_tokens: int = 0
     platform_url: str
+    budget: BudgetSpec | None = None  # None: no cap
 
     @property
     def method_module(self) -> str:
@@ -145,6 +170,7 @@ class FinishedData(_Message):
 
     status: AttemptOutcome
     error: dict[str, Any] | None = None
+    stop_reason: Literal["cancelled", "paused", "budget", "lease_lost"] | None = None
     trained_tokens: int = 0
     # Reinforcement: prompt + generated tokens of every rollout, counted from the token ids.
     rollout_tokens: int = 0
@@ -166,3 +192,21 @@ class CheckpointData(_Message):
     key: str
     trained_tokens: int
     metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class WorkerHeartbeat(_Message):
+    """A training worker's presence, sent periodically on the ``platform`` queue.
+
+    The platform counts a pool's workers online from these (``GET /v1/pools``) and picks
+    ``auto`` pools among pools with a worker online.
+    """
+
+    version: Literal[1] = 1
+    worker: str  # unique per worker process: queue@host:pid
+    pool: str
+    host: str
+    devices: int = Field(ge=0, default=1)
+    device_kind: str = ""
+    current_job: str | None = None
+    started_at: float
+    sent_at: float

@@ -138,7 +138,8 @@ def run_attempt(job: contract.TrainJob, *, publish: Publish,
     started = time.monotonic()
     result: dict[str, Any] = {"status": "failed", "error": None}
     try:
-        result = _train(job, client, reporter, storage, workdir, interval)
+        result = _train(job, client, reporter, storage, workdir, interval,
+                        started_at=time.time())
     except ModelUnavailable as exc:
         result = {"status": "failed", "error": {"code": "model_unavailable", "message": str(exc),
                                                 "param": "model"}}
@@ -156,7 +157,8 @@ def run_attempt(job: contract.TrainJob, *, publish: Publish,
 
 
 def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
-           storage: Storage, workdir: Path, interval: float) -> dict[str, Any]:
+           storage: Storage, workdir: Path, interval: float, *,
+           started_at: float) -> dict[str, Any]:
     source = materialize(job.base_model, workdir, storage)
     train_path = storage.download(job.training_file, workdir / "train.jsonl")
     valid_path = (storage.download(job.validation_file, workdir / "validation.jsonl")
@@ -184,6 +186,8 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
         "eval_samples": job.eval_samples,
         "dpo": job.dpo.model_dump() if job.dpo else None,
         "reinforcement": job.reinforcement.model_dump() if job.reinforcement else None,
+        "budget": job.budget.model_dump() if job.budget else None,
+        "attempt_started_at": started_at,  # the budget counts GPU time from the attempt start
     }
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec))
@@ -237,7 +241,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                 done = line
         if stop_reason is None and drain.drain_requested():
             stop_reason = "preempted"
-            stop_flag.touch()
+            stop_flag.write_text(stop_reason)
             reporter.send("message", "Stopping at the next step: this worker is draining; "
                           "the job goes back to the queue after a checkpoint")
         if time.monotonic() >= next_beat and stop_reason is None:
@@ -247,11 +251,14 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                 stop_reason = "lease_lost"
             elif state.get("cancel_requested"):
                 stop_reason = "cancelled"
+            elif state.get("pause_requested"):
+                stop_reason = "paused"
             if stop_reason:
-                stop_flag.touch()
-                reporter.send("message", "Stopping at the next step: "
-                              + ("cancellation requested" if stop_reason == "cancelled"
-                                 else "this worker lost the job's lease"))
+                stop_flag.write_text(stop_reason)
+                reporter.send("message", "Stopping at the next step: " + {
+                    "cancelled": "cancellation requested",
+                    "paused": "pause requested; the job keeps its checkpoint",
+                    "lease_lost": "this worker lost the job's lease"}[stop_reason])
     returncode = child.wait()
     if done is None or returncode != 0:
         return {"status": "failed", "last_checkpoint_key": last_checkpoint,
@@ -265,10 +272,15 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
               "grader_errors": done.get("grader_errors", 0),
               "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:
-        if stop_reason in {"cancelled", "preempted"}:
-            return {"status": stop_reason, "error": None, **common}
-        return {"status": "failed", **common, "error": {
-            "code": "lease_lost", "param": None, "message": "the worker lost the job's lease"}}
+        reason = done.get("stop_reason") or stop_reason or "lease_lost"
+        status = {"cancelled": "cancelled", "paused": "paused", "budget": "paused",
+                  "preempted": "preempted"}.get(reason, "failed")
+        error = {"budget": {"code": "max_cost_reached", "param": "max_cost",
+                            "message": done.get("stop_message") or "the job reached its "
+                            "max_cost"},
+                 "lease_lost": {"code": "lease_lost", "param": None,
+                                "message": "the worker lost the job's lease"}}.get(reason)
+        return {"status": status, "error": error, "stop_reason": reason, **common}
     adapter_key = f"jobs/{job.job_id}/model.tar"
     storage.upload_dir(adapter_key, Path(done["final_dir"]))
     return {"status": "succeeded", "adapter_key": adapter_key,

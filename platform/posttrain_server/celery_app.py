@@ -20,7 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "posttrain_server.settings")
 
 app = Celery("posttrain_platform")
 app.conf.update(celery_settings())
-app.autodiscover_tasks(["posttrain_server.files", "posttrain_server.jobs"])
+app.autodiscover_tasks(["posttrain_server.files", "posttrain_server.jobs",
+                        "posttrain_server.pools"])
 
 
 @app.on_after_finalize.connect

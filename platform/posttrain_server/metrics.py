@@ -63,8 +63,8 @@ def queue_depths(queues: list[str]) -> dict[str, int]:
 
 class PlatformCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from posttrain_server.billing.prices import POOLS
         from posttrain_server.jobs.models import Attempt, FineTuningJob
+        from posttrain_server.pools.selectors import pool_list, workers_online
 
         jobs = GaugeMetricFamily("posttrain_jobs", "Fine-tuning jobs by status and pool",
                                  labels=["status", "pool"])
@@ -74,7 +74,8 @@ class PlatformCollector(Collector):
 
         depth = GaugeMetricFamily("posttrain_queue_depth", "Messages waiting in a broker queue",
                                   labels=["queue"])
-        names = [contract.PLATFORM_QUEUE] + [contract.train_queue(pool) for pool in POOLS]
+        pools = [pool.name for pool in pool_list()]
+        names = [contract.PLATFORM_QUEUE] + [contract.train_queue(pool) for pool in pools]
         for queue, count in queue_depths(names).items():
             depth.add_metric([queue], count)
         yield depth
@@ -87,6 +88,13 @@ class PlatformCollector(Collector):
         for row in running.values("job__pool").annotate(n=Count("worker", distinct=True)):
             busy.add_metric([row["job__pool"]], row["n"])
         yield busy
+
+        online = GaugeMetricFamily("posttrain_workers_online",
+                                   "Training workers heartbeating their presence, by pool",
+                                   labels=["pool"])
+        for row in workers_online().values("pool").annotate(n=Count("name")):
+            online.add_metric([row["pool"]], row["n"])
+        yield online
 
         speed = GaugeMetricFamily("posttrain_job_tokens_per_second",
                                   "Trained tokens per second of running jobs (this attempt)",

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "posttrain_server.files",
     "posttrain_server.jobs",
     "posttrain_server.billing",
+    "posttrain_server.pools",
 ]
 
 MIDDLEWARE = [
@@ -117,6 +118,8 @@ LEASE_TIMEOUT_S = env.env_int("POSTTRAIN_LEASE_TIMEOUT_S", 60, minimum=5)
 DISPATCH_TIMEOUT_S = env.env_int("POSTTRAIN_DISPATCH_TIMEOUT_S", 600, minimum=5)
 MAX_ATTEMPTS = env.env_int("POSTTRAIN_MAX_ATTEMPTS", 3, minimum=1)
 REAPER_INTERVAL_S = env.env_int("POSTTRAIN_REAPER_INTERVAL_S", 15, minimum=1)
+# A training worker counts as online while its last presence heartbeat is this recent.
+WORKER_ONLINE_S = env.env_int("POSTTRAIN_WORKER_ONLINE_S", 30, minimum=1)
 
 # A cache shared by every web process (per-key rate limits): Redis in deployments, a folder
 # on one machine.

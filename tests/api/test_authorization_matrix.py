@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
+from posttrain_server.billing.invoices import invoice_generate
 from posttrain_server.jobs.models import Checkpoint, FineTuningJob
 
 ID_ROUTE = re.compile(r"<(?:\w+:)?(\w+)>")
@@ -53,8 +55,10 @@ def world(alice, processed_file) -> dict[str, str]:
     FineTuningJob.objects.filter(id=job_row.id).update(
         fine_tuned_model=f"ft:posttrain-tiny:alice::{job_row.id[6:18]}",
         adapter_key=f"jobs/{job_row.id}/model.tar", adapter_kind="lora")
+    invoice = invoice_generate(organization=alice.organization, month=timezone.now())
     return {"file_id": file_id, "job_id": job_row.id, "checkpoint_id": checkpoint.id,
-            "model": f"ft:posttrain-tiny:alice::{job_row.id[6:18]}"}
+            "model": f"ft:posttrain-tiny:alice::{job_row.id[6:18]}",
+            "invoice_id": invoice.id}
 
 
 # How to fill each route's parameters from alice's world; a new route needs a line here.
@@ -63,11 +67,16 @@ CASES: dict[str, Callable[[dict[str, str]], dict[str, str]]] = {
     "v1/files/<str:file_id>/content": lambda w: {"file_id": w["file_id"]},
     "v1/fine_tuning/jobs/<str:job_id>": lambda w: {"job_id": w["job_id"]},
     "v1/fine_tuning/jobs/<str:job_id>/cancel": lambda w: {"job_id": w["job_id"]},
+    "v1/fine_tuning/jobs/<str:job_id>/pause": lambda w: {"job_id": w["job_id"]},
+    "v1/fine_tuning/jobs/<str:job_id>/resume": lambda w: {"job_id": w["job_id"]},
     "v1/fine_tuning/jobs/<str:job_id>/events": lambda w: {"job_id": w["job_id"]},
     "v1/fine_tuning/jobs/<str:job_id>/checkpoints": lambda w: {"job_id": w["job_id"]},
     "v1/fine_tuning/jobs/<str:job_id>/checkpoints/<str:checkpoint_id>/content":
         lambda w: {"job_id": w["job_id"], "checkpoint_id": w["checkpoint_id"]},
     "v1/models/<path:model>": lambda w: {"model": w["model"]},
+    "v1/organization/invoices/<str:invoice_id>": lambda w: {"invoice_id": w["invoice_id"]},
+    "v1/organization/invoices/<str:invoice_id>/content":
+        lambda w: {"invoice_id": w["invoice_id"]},
     "v1/models/<path:model>/content": lambda w: {"model": w["model"]},
 }
 
@@ -103,7 +112,8 @@ def test_another_organization_gets_404_for_every_object_route(route, method, wor
         route.endswith("/content"))
 
 
-@pytest.mark.parametrize("path", ["/v1/files", "/v1/fine_tuning/jobs", "/v1/models"])
+@pytest.mark.parametrize("path", ["/v1/files", "/v1/fine_tuning/jobs", "/v1/models",
+                                  "/v1/organization/invoices", "/v1/organization/usage"])
 def test_lists_never_show_another_organizations_objects(path, world, bob):
     body = bob.client.get(path).content.decode()
     for value in world.values():

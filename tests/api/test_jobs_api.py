@@ -18,7 +18,8 @@ JOB_FIELDS = {"id", "object", "created_at", "finished_at", "estimated_finish", "
               "validation_file", "result_files", "trained_tokens", "hyperparameters", "method",
               "error", "seed", "suffix", "metadata", "integrations", "user_provided_suffix",
               "pool", "training_type", "parent_job", "lora", "learning_rate", "max_seq_length",
-              "cancel_requested", "progress", "usage", "cost", "eval"}
+              "cancel_requested", "progress", "usage", "cost", "eval", "quoted_cost",
+              "max_cost"}
 
 
 def assert_error(response, status: int, *, param=None, code=None) -> dict:
@@ -431,10 +432,11 @@ def test_events_are_listed_newest_first_or_oldest_first(alice, job):
     oldest = alice.client.get(url, {"order": "asc"}).json()
 
     messages = [event["message"] for event in newest["data"]]
-    assert len(messages) == 3
+    assert len(messages) == 4
     assert messages[0] == "latest"
-    assert messages[2] == created
-    assert messages[1].startswith("Job queued on pool 'cpu'")
+    assert messages[3] == created
+    assert messages[2].startswith("Job queued on pool 'cpu'")
+    assert messages[1].startswith("No worker is online for pool 'cpu' yet")
     assert [event["message"] for event in oldest["data"]] == messages[::-1]
     event = newest["data"][0]
     assert set(event) == {"id", "object", "created_at", "level", "message", "type", "data"}
@@ -449,8 +451,8 @@ def test_events_page_with_a_cursor(alice, job):
     url = f"/v1/fine_tuning/jobs/{job['id']}/events"
     everything = [event["id"] for event in alice.client.get(url, {"order": "asc"}).json()["data"]]
 
-    first = alice.client.get(url, {"order": "asc", "limit": 3}).json()
-    rest = alice.client.get(url, {"order": "asc", "limit": 3,
+    first = alice.client.get(url, {"order": "asc", "limit": 4}).json()
+    rest = alice.client.get(url, {"order": "asc", "limit": 4,
                                   "after": first["last_id"]}).json()
 
     assert first["has_more"] is True

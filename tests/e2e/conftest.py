@@ -20,6 +20,8 @@ import httpx
 import pytest
 from devstack import Stack
 
+from posttrain_server.billing.services import price_book_seed_default
+from posttrain_server.pools.services import pools_seed_defaults
 from posttrain_server.tenancy.services import api_key_create, organization_get_or_create
 from workers import env as posttrain_env
 from workers.toytask import addition_rows, write_jsonl
@@ -58,6 +60,7 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Stac
         "POSTTRAIN_HEARTBEAT_INTERVAL_S": "0.5",
         "POSTTRAIN_LEASE_TIMEOUT_S": "20",
         "POSTTRAIN_REAPER_INTERVAL_S": "2",
+        "POSTTRAIN_WORKER_HEARTBEAT_S": "1",
     }
     log_dir = Path(os.environ.get("POSTTRAIN_TEST_OUTPUT", "test-output")) / "e2e-logs"
     shutil.rmtree(log_dir, ignore_errors=True)
@@ -123,6 +126,10 @@ class Api:
 
 @pytest.fixture
 def api(stack: Stack, transactional_db) -> Api:
+    # Transactional tests flush the database after each test, rows seeded by migrations
+    # included: put the default pools and price book back.
+    pools_seed_defaults()
+    price_book_seed_default()
     organization = organization_get_or_create(name="e2e-org")
     return Api(stack.url, api_key_create(organization=organization).secret)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime
 
 import pytest
@@ -12,6 +13,7 @@ from posttrain_server.files.models import File, FileStatus
 from posttrain_server.jobs import services
 from posttrain_server.jobs.models import Attempt, FineTuningJob
 from posttrain_server.tenancy.models import Organization
+from workers.storage import default_storage
 
 
 @pytest.fixture(autouse=True)
@@ -20,12 +22,21 @@ def isolated_storage(tmp_path, monkeypatch):
     monkeypatch.setenv("POSTTRAIN_STORAGE_ROOT", str(tmp_path / "storage"))
 
 
+def chat_rows(count: int) -> bytes:
+    rows = [{"messages": [{"role": "user", "content": f"{i}+{i}="},
+                          {"role": "assistant", "content": str(2 * i)}]} for i in range(count)]
+    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+
+
 def processed_file(organization: Organization, *, example_count: int = 20) -> File:
+    """A validated chat file whose content is in storage (quotes count its tokens)."""
+    content = chat_rows(example_count)
     file = File(organization=organization, filename="train.jsonl", purpose="fine-tune",
-                bytes=1000, status=FileStatus.PROCESSED,
+                bytes=len(content), status=FileStatus.PROCESSED,
                 validation={"format": "chat", "line_count": example_count,
                             "example_count": example_count, "error_count": 0, "errors": []})
     file.storage_key = f"files/{organization.id}/{file.id}"
+    default_storage().write_bytes(file.storage_key, content)
     file.save(force_insert=True)
     return file
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from posttrain_server.billing import prices
-from posttrain_server.billing.prices import Cost, Pool, job_cost
+from posttrain_server.billing.prices import Cost, PriceRates, job_cost
 
 
 def cost(tokens: int = 0, seconds: str = "0", *, size: str = "tiny", pool: str = "cpu",
@@ -106,26 +106,30 @@ def test_zero_usage_costs_zero():
     assert str(result.total) == "0.000000"
 
 
-def test_zero_rates_bill_nothing(monkeypatch):
-    monkeypatch.setitem(prices.TOKEN_RATES, ("supervised", "tiny"), Decimal("0"))
-    monkeypatch.setitem(prices.POOLS, "free", Pool("free", "donated", Decimal("0"), 1))
+def _book(token_rate: str, hour_rate: str) -> PriceRates:
+    return PriceRates.from_json("test", {"trained_tokens": {"supervised": {"tiny": token_rate}}},
+                                {"cpu": hour_rate})
 
-    result = cost(10_000_000_000, "360000", pool="free")
+
+def test_zero_rates_bill_nothing():
+    result = job_cost(method="supervised", size_class="tiny", pool="cpu",
+                      trained_tokens=10_000_000_000, device_seconds=Decimal("360000"),
+                      rates=_book("0", "0"))
 
     assert result.tokens == Decimal("0")
     assert result.compute == Decimal("0")
     assert result.total == Decimal("0")
     assert result.as_dict()["total"] == "0.000000"
+    assert result.as_dict()["price_version"] == "test"
 
 
-def test_a_zero_token_rate_still_bills_compute_and_vice_versa(monkeypatch):
-    monkeypatch.setitem(prices.TOKEN_RATES, ("supervised", "tiny"), Decimal("0"))
-    assert cost(1_000_000, "3600") == Cost(Decimal("0.000000"), Decimal("0.100000"))
+def test_a_zero_token_rate_still_bills_compute_and_vice_versa():
+    def priced(book: PriceRates) -> Cost:
+        return job_cost(method="supervised", size_class="tiny", pool="cpu",
+                        trained_tokens=1_000_000, device_seconds=Decimal("3600"), rates=book)
 
-    monkeypatch.setitem(prices.POOLS, "free", Pool("free", "donated", Decimal("0"), 1))
-    monkeypatch.setitem(prices.TOKEN_RATES, ("supervised", "tiny"), Decimal("0.10"))
-    assert cost(1_000_000, "3600", pool="free") == Cost(Decimal("0.100000"),
-                                                        Decimal("0.000000"))
+    assert priced(_book("0", "0.10")) == Cost(Decimal("0.000000"), Decimal("0.100000"), "test")
+    assert priced(_book("0.10", "0")) == Cost(Decimal("0.100000"), Decimal("0.000000"), "test")
 
 
 def test_large_bills_stay_exact():
@@ -149,9 +153,10 @@ def test_rollout_tokens_are_billed_on_the_tokens_line_at_their_own_rate():
                              trained_tokens=1_000_000, device_seconds=Decimal(0),
                              rollout_tokens=2_000_000)
 
+    # Price book 2026-11-01: RL trained tokens $0.20/M (tiny), rollout tokens $0.05/M.
     assert with_rollouts.tokens - trained_only.tokens == Decimal("0.100000")
-    assert with_rollouts.total == Decimal("0.200000")
+    assert with_rollouts.total == Decimal("0.300000")
 
 
 def test_dpo_tokens_have_a_price():
-    assert cost(1_000_000, method="dpo").tokens == Decimal("0.100000")
+    assert cost(1_000_000, method="dpo").tokens == Decimal("0.200000")  # twice SFT's rate

@@ -25,8 +25,9 @@ V, Q, R, PG, PD, S, F, C = ("validating_files", "queued", "running", "pausing", 
 # Written out by hand from the documented lifecycle; every pair not listed is illegal.
 EXPECTED_JOB_MOVES: dict[str, set[str]] = {
     V: {Q, F, C},
-    Q: {R, PG, F, C},
-    R: {S, F, C, Q, PG},  # running -> queued: the reaper re-queues a lost attempt
+    Q: {R, PG, PD, F, C},  # queued -> paused: paused before a worker claimed it
+    # running -> queued: the reaper re-queues a lost attempt; running -> paused: max_cost hit
+    R: {S, F, C, Q, PG, PD},
     PG: {PD, S, F, C},
     PD: {Q, C},
     S: set(),
@@ -36,8 +37,9 @@ EXPECTED_JOB_MOVES: dict[str, set[str]] = {
 
 EXPECTED_ATTEMPT_MOVES: dict[str, set[str]] = {
     "dispatched": {"running", "cancelled", "lost"},
-    "running": {"succeeded", "failed", "cancelled", "lost", "preempted"},
+    "running": {"succeeded", "failed", "cancelled", "lost", "preempted", "paused"},
     "succeeded": set(),
+    "paused": set(),
     "failed": set(),
     "cancelled": set(),
     "lost": set(),

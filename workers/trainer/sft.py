@@ -26,7 +26,9 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from transformers.trainer_callback import PrinterCallback
 
+from workers import contract
 from workers.trainer.evaluation import exact_match
+from workers.trainer.holdout import split_eval
 
 EVAL_METRIC = "exact_match"
 # Under torchrun every rank runs this file; only rank 0 reports and evaluates, so usage and
@@ -56,19 +58,6 @@ def load_rows(path: str | None) -> list[dict[str, Any]]:
     return rows
 
 
-def split_eval(train: list[dict], validation: list[dict], samples: int, seed: int
-               ) -> tuple[list[dict], list[dict]]:
-    """Held-out rows to score: the validation file, else a seeded slice kept out of training."""
-    if samples <= 0:
-        return train, []
-    if validation:
-        return train, validation[:samples]
-    holdout = min(samples, len(train) // 10)
-    shuffled = list(train)
-    random.Random(seed).shuffle(shuffled)
-    return shuffled[holdout:], shuffled[:holdout]
-
-
 class PlatformCallback(TrainerCallback):
     """Reports metrics and checkpoints, and stops cooperatively when the flag file appears."""
 
@@ -80,6 +69,11 @@ class PlatformCallback(TrainerCallback):
         self.resume_tokens = int(spec.get("resume_trained_tokens", 0))
         self.started = time.monotonic()
         self.stopped = False
+        self.stop_reason: str | None = None
+        self.stop_message = ""
+        self.budget = (contract.BudgetSpec.model_validate(spec["budget"])
+                       if spec.get("budget") else None)
+        self.attempt_started_at = float(spec.get("attempt_started_at") or time.time())
         self.trainer: Any = None
         self.last_metrics: dict[str, float] = {}
 
@@ -88,9 +82,8 @@ class PlatformCallback(TrainerCallback):
         # resume, which is what we want per attempt (TRAINING_NOTES.md).
         return int(getattr(self.trainer, "_total_train_tokens", 0))
 
-    def stop_requested(self, device: Any) -> bool:
-        """The flag as all ranks see it: one rank stopping alone would hang the others."""
-        stop = self.stop_flag.exists()
+    def agreed(self, stop: bool, device: Any) -> bool:
+        """Stop if any rank wants to: one rank stopping alone would hang the others."""
         if WORLD_SIZE > 1:
             import torch.distributed as dist
 
@@ -100,8 +93,22 @@ class PlatformCallback(TrainerCallback):
         return stop
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
-        if not self.stopped and self.stop_requested(args.device):
+        if self.stopped:
+            return control
+        reason = None
+        if self.stop_flag.exists():
+            reason = self.stop_flag.read_text().strip() or "stop"
+        elif self.budget is not None:
+            tokens, seconds = self.attempt_tokens(), time.time() - self.attempt_started_at
+            if self.budget.reached(tokens=tokens, seconds=seconds):
+                spent = self.budget.spent(tokens=tokens, seconds=seconds)
+                reason = "budget"
+                self.stop_message = (f"Paused at step {state.global_step}: the estimated "
+                                     f"spend ${spent:.6f} reached max_cost "
+                                     f"${self.budget.max_cost}")
+        if self.agreed(reason is not None, args.device):
             self.stopped = True
+            self.stop_reason = reason if reason not in {None, "stop"} else None
             control.should_training_stop = True
             control.should_save = True
         return control
@@ -222,7 +229,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
     trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
-                  stopped=callback.stopped)
+                  stopped=callback.stopped, stop_reason=callback.stop_reason,
+                  stop_message=callback.stop_message)
     if callback.stopped:
         return result
     final_dir = Path(spec["final_dir"])

@@ -18,10 +18,11 @@ from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
 from posttrain_server.api.schema import errors, list_of, page_parameters
 from posttrain_server.files.api import storage_download
-from posttrain_server.jobs import selectors, services
+from posttrain_server.jobs import estimates, pausing, selectors, services
 from posttrain_server.jobs.base_models import BUILTIN_MODELS
 from posttrain_server.jobs.render import checkpoint_object, event_object, job_object
-from posttrain_server.jobs.serializers import JobCreateSerializer
+from posttrain_server.jobs.serializers import JobCreateSerializer, JobResumeSerializer
+from posttrain_server.jobs.state_machine import TERMINAL
 from posttrain_server.tenancy.auth import organization_of
 
 _J = serializers.JSONField(allow_null=True)
@@ -57,6 +58,29 @@ JobSerializer = inline_serializer(name="FineTuningJob", fields={
                                   "(USD, decimal strings), price_version"),
     "eval": serializers.JSONField(allow_null=True, help_text="Posttrain extension: metric, "
                                   "before, after, gain, gain_per_dollar"),
+    "quoted_cost": serializers.CharField(help_text="Posttrain extension: the estimate at "
+                                         "create on the job's pool (USD)"),
+    "max_cost": serializers.CharField(allow_null=True, help_text="Posttrain extension: the "
+                                      "cost cap (USD) at which the job pauses"),
+    "alternatives": serializers.ListField(
+        child=serializers.JSONField(), required=False,
+        help_text="Posttrain extension, finished jobs (retrieve only): what the job's tokens "
+        "would have cost on each other enabled pool"),
+})
+EstimateSerializer = inline_serializer(name="FineTuningJobEstimate", fields={
+    "object": serializers.CharField(), "model": serializers.CharField(),
+    "method": serializers.CharField(), "size_class": serializers.CharField(),
+    "seed": serializers.IntegerField(help_text="Pass it to create: the held-out slice, and "
+                                     "so the trained tokens, depend on it"),
+    "n_epochs": serializers.IntegerField(),
+    "trained_tokens": serializers.IntegerField(help_text="Exact, with the model's tokenizer"),
+    "price_version": serializers.CharField(),
+    "pool": serializers.CharField(allow_null=True, help_text="The pool create would use"),
+    "monthly_budget": serializers.CharField(allow_null=True),
+    "month_spend": serializers.CharField(allow_null=True),
+    "pools": serializers.ListField(child=serializers.JSONField(), help_text="Per enabled pool: "
+                                   "gpus, trained_tokens, wall_seconds, gpu_hours, cost "
+                                   "(tokens, compute, total), workers_online, within_budget"),
 })
 EventSerializer = inline_serializer(name="FineTuningJobEvent", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),
@@ -102,12 +126,28 @@ class JobListView(APIView):
         return Response(job_object(job))
 
 
+class JobEstimateView(APIView):
+    @extend_schema(operation_id="fine_tuning_jobs_estimate", request=JobCreateSerializer,
+                   description="Posttrain extension: the same body as create; nothing is "
+                   "written. Tokens, GPUs, GPU-hours, wall time and dollars on every enabled "
+                   "pool, and whether the monthly budget allows it.",
+                   responses={200: EstimateSerializer, **errors(400, 404)})
+    def post(self, request: Request) -> Response:
+        serializer = JobCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(estimates.job_estimate(organization=organization_of(request),
+                                               data=serializer.validated_data))
+
+
 class JobDetailView(APIView):
     @extend_schema(operation_id="fine_tuning_jobs_retrieve",
                    responses={200: JobSerializer, **errors(404)})
     def get(self, request: Request, job_id: str) -> Response:
-        return Response(job_object(selectors.job_get(organization=organization_of(request),
-                                                     job_id=job_id)))
+        job = selectors.job_get(organization=organization_of(request), job_id=job_id)
+        body = job_object(job)
+        if job.status in TERMINAL:
+            body["alternatives"] = estimates.job_alternatives(job=job)
+        return Response(body)
 
 
 class JobCancelView(APIView):
@@ -117,6 +157,27 @@ class JobCancelView(APIView):
     @idempotent
     def post(self, request: Request, job_id: str) -> Response:
         job = services.job_cancel(organization=organization_of(request), job_id=job_id)
+        return Response(job_object(job))
+
+
+class JobPauseView(APIView):
+    @extend_schema(operation_id="fine_tuning_jobs_pause", request=None,
+                   responses={200: JobSerializer, **errors(404, 409)})
+    @idempotent
+    def post(self, request: Request, job_id: str) -> Response:
+        job = pausing.job_pause(organization=organization_of(request), job_id=job_id)
+        return Response(job_object(job))
+
+
+class JobResumeView(APIView):
+    @extend_schema(operation_id="fine_tuning_jobs_resume", request=JobResumeSerializer,
+                   responses={200: JobSerializer, **errors(400, 404, 409)})
+    @idempotent
+    def post(self, request: Request, job_id: str) -> Response:
+        serializer = JobResumeSerializer(data=request.data or {})
+        serializer.is_valid(raise_exception=True)
+        job = pausing.job_resume(organization=organization_of(request), job_id=job_id,
+                                 data=serializer.validated_data)
         return Response(job_object(job))
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from posttrain_server.billing.services import budget_spec
 from posttrain_server.jobs.models import Attempt, FineTuningJob
 from workers import contract
 
@@ -62,6 +63,7 @@ def train_message(job: FineTuningJob, attempt: Attempt, token: str) -> contract.
         resume_from_checkpoint=attempt.resume_from_key or None,
         resume_trained_tokens=attempt.resume_trained_tokens,
         platform_url=settings.PLATFORM_URL,
+        budget=budget_spec(job=job),
     )
 
 

@@ -52,6 +52,11 @@ class FineTuningJob(models.Model):
     cost_tokens = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     cost_compute = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     price_version = models.CharField(max_length=40, blank=True, default="")
+    # The estimate on the job's pool at create (price book ``price_version``): what monthly
+    # budgets count for jobs not finished yet.
+    quoted_cost = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    # The job's cost cap (USD): the worker pauses it, checkpointed, at the step that reaches it.
+    max_cost = models.DecimalField(max_digits=20, decimal_places=6, null=True, blank=True)
     eval = models.JSONField(null=True, blank=True)
     result_files = models.JSONField(default=list, blank=True)
     progress = models.JSONField(default=dict, blank=True)  # last metrics: step, loss, ...

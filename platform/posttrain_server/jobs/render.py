@@ -60,6 +60,8 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
             "total": str(job.cost_tokens + job.cost_compute),
             "price_version": job.price_version or None,
         },
+        "quoted_cost": str(job.quoted_cost),
+        "max_cost": str(job.max_cost) if job.max_cost is not None else None,
         "eval": job.eval,
     }
 

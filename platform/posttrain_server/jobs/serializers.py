@@ -6,6 +6,7 @@ typo (``n_epoch``) would train something other than what the user asked for.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -168,6 +169,11 @@ class JobCreateSerializer(StrictSerializer):
         default=True,
         help_text="Posttrain extension: train on assistant turns only (needs a chat template "
         "with generation markers; otherwise every token is trained on, with a warning event).")
+    max_cost = serializers.DecimalField(
+        max_digits=20, decimal_places=6, min_value=Decimal("0.000001"), required=False,
+        allow_null=True, coerce_to_string=True,
+        help_text="Posttrain extension: cost cap in USD; the job pauses (checkpointed) at the "
+        "step that reaches it; raise it and resume to continue.")
     eval_samples = serializers.IntegerField(
         min_value=0, max_value=5000, default=200,
         help_text="Posttrain extension: held-out examples scored before and after training.")
@@ -182,3 +188,9 @@ class JobCreateSerializer(StrictSerializer):
 @extend_schema_field(OpenApiTypes.OBJECT)
 class AnyObject(serializers.JSONField):
     pass
+
+
+class JobResumeSerializer(StrictSerializer):
+    max_cost = serializers.DecimalField(
+        max_digits=20, decimal_places=6, min_value=Decimal("0.000001"), required=False,
+        allow_null=True, help_text="A new cost cap (USD); null removes it. Omitted: unchanged.")

@@ -21,8 +21,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from posttrain_server.api.errors import ApiError, ConflictError
-from posttrain_server.billing import prices
+from posttrain_server.billing import prices, token_counts
 from posttrain_server.billing.models import UsageKind
+from posttrain_server.billing.quotas import quota_check
+from posttrain_server.billing.quotes import pools_quote
+from posttrain_server.billing.selectors import price_rates_current, price_rates_for
 from posttrain_server.billing.services import usage_record, usage_totals
 from posttrain_server.files.models import File, FileStatus
 from posttrain_server.files.selectors import file_get
@@ -44,6 +47,7 @@ from posttrain_server.jobs.state_machine import (
     attempt_transition,
     job_transition,
 )
+from posttrain_server.pools.choice import pool_choose
 from posttrain_server.tenancy.models import Organization
 from workers import contract
 from workers.graders.validation import GraderInvalid, grader_validate
@@ -103,16 +107,8 @@ def _method_request(data: dict[str, Any]) -> dict[str, Any]:
     return method
 
 
-def _pool(data: dict[str, Any]) -> str:
-    pool = data.get("pool") or settings.DEFAULT_POOL
-    if pool not in prices.POOLS:
-        raise ApiError(f"Unknown pool {pool!r}; known pools: {', '.join(prices.POOLS)}",
-                       param="pool", code="unknown_pool")
-    return pool
-
-
-def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
-    """Check the request, write the job and its first attempt, queue it on commit."""
+def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[str, Any]:
+    """Check and resolve a create (or estimate) request, writing nothing."""
     method = _method_request(data)
     method_type = method["type"]
     training_file = _usable_file(organization=organization, file_id=data["training_file"],
@@ -123,7 +119,6 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
                                        file_id=data["validation_file"], param="validation_file",
                                        method=method_type)
     resolved = resolve_model(organization=organization, name=data["model"])
-    pool = _pool(data)
     training_type = data.get("training_type", "lora")
     base_lr = (resolved.lora_learning_rate if training_type == "lora"
                else resolved.full_learning_rate)
@@ -149,27 +144,62 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         "lr_scheduler": data.get("lr_scheduler", "linear"),
         "warmup_ratio": data.get("warmup_ratio", 0.0),
         "assistant_only_loss": data.get("assistant_only_loss", True),
-        "gpus": data.get("devices") or prices.POOLS[pool].devices_per_job,
         "root_model": resolved.root_name,
         "parent_job": resolved.parent_job,
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
     }
+    tokens = token_counts.trained_tokens(
+        file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
+        max_seq_length=training["max_seq_length"], eval_samples=training["eval_samples"],
+        has_validation_file=validation_file is not None, seed=seed)
+    return {"method_type": method["type"], "training_file": training_file,
+            "validation_file": validation_file, "resolved": resolved, "hyper": hyper,
+            "seed": seed, "training": training, "trained_tokens": tokens,
+            "stored_method": stored_method}
+
+
+def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
+    """Check the request, quote it, and write the job and its first attempt, queued on commit.
+
+    Budget and concurrency quotas are checked inside the writing transaction, under a lock
+    on the organization's quota row, so parallel creates cannot all slip under a limit.
+    """
+    request = _job_request(organization=organization, data=data)
+    method_type, resolved = request["method_type"], request["resolved"]
+    rates = price_rates_current()
+    choice = pool_choose(requested=data.get("pool") or settings.DEFAULT_POOL,
+                         quotes=pools_quote(method=method_type, size_class=resolved.size_class,
+                                            tokens=request["trained_tokens"], rates=rates))
+    quote = choice.quote
+    # Devices: what the job asked for ("devices"), else what the pool gives this model size.
+    training = {**request["training"], "gpus": data.get("devices") or quote.gpus}
     token, token_hash = dispatch.new_attempt_token()
     with transaction.atomic():
+        quota_check(organization=organization, quoted_cost=quote.cost.total)
         job = FineTuningJob.objects.create(
             organization=organization, model=data["model"],
             base_model=resolved.ref.model_dump(mode="json"), size_class=resolved.size_class,
-            status=JobStatus.QUEUED, training_file=training_file,
-            validation_file=validation_file,
-            method={"type": method_type, method_type: stored_method},
-            training=training, suffix=data.get("suffix") or "", seed=seed,
-            metadata=data.get("metadata") or {}, pool=pool,
+            status=JobStatus.QUEUED, training_file=request["training_file"],
+            validation_file=request["validation_file"],
+            method={"type": method_type, method_type: request["stored_method"]},
+            training=training, suffix=data.get("suffix") or "", seed=request["seed"],
+            metadata=data.get("metadata") or {}, pool=quote.pool,
+            price_version=rates.version, quoted_cost=quote.cost.total,
+            max_cost=data.get("max_cost"),
         )
         attempt = Attempt.objects.create(job=job, number=1, token_hash=token_hash,
                                          dispatched_at=timezone.now())
         event_platform(job, f"Created fine-tuning job: {job.id}")
-        event_platform(job, f"Job queued on pool '{pool}' ({prices.POOLS[pool].accelerator})")
+        event_platform(job, f"Job queued on pool '{quote.pool}' ({quote.accelerator}, "
+                       f"{quote.gpus} GPU{'s' if quote.gpus != 1 else ''}): estimated "
+                       f"{quote.tokens:,} trained tokens, ${quote.cost.total} "
+                       f"(price book {rates.version})",
+                       data={"estimate": quote.as_dict(), "requested_pool": choice.requested})
+        if quote.workers_online == 0:
+            event_platform(job, f"No worker is online for pool '{quote.pool}' yet; the job "
+                           f"waits in queue {contract.train_queue(quote.pool)} until one "
+                           "starts", level="warn")
         dispatch.dispatch_on_commit(job, attempt, token)
     job.refresh_from_db()
     return job
@@ -249,7 +279,8 @@ def attempt_heartbeat(*, attempt_id: str, token: str) -> dict[str, Any] | None:
         heartbeat_at=timezone.now())
     if not renewed:
         return None
-    return {"lease": True, "cancel_requested": attempt.job.cancel_requested_at is not None}
+    return {"lease": True, "cancel_requested": attempt.job.cancel_requested_at is not None,
+            "pause_requested": attempt.job.status == JobStatus.PAUSING}
 
 
 # --- worker events --------------------------------------------------------------------------
@@ -315,6 +346,8 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
     Only the attempt holding the lease may finish the job; a stale attempt (reaped while it
     was still running) is recorded but changes nothing.
     """
+    if result.status == "paused":
+        return _attempt_paused(job=job, attempt=attempt, result=result)
     target = {"succeeded": AttemptStatus.SUCCEEDED, "failed": AttemptStatus.FAILED,
               "cancelled": AttemptStatus.CANCELLED,
               "preempted": AttemptStatus.PREEMPTED}[result.status]
@@ -362,6 +395,44 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
     return True
 
 
+def _attempt_paused(*, job: FineTuningJob, attempt: Attempt,
+                    result: contract.FinishedData) -> bool:
+    """The worker stopped with a checkpoint (pause asked, or max_cost reached): bill what ran,
+    keep the checkpoint, and wait for ``resume``. A cancel asked meanwhile wins."""
+    with transaction.atomic():
+        if not attempt_transition(attempt.id, AttemptStatus.PAUSED,
+                                  only_from={AttemptStatus.RUNNING},
+                                  finished_at=timezone.now(),
+                                  reported_tokens=result.trained_tokens):
+            event_platform(job, f"Ignored the result of attempt {attempt.number}: it no "
+                           "longer holds the job's lease", level="warn")
+            return False
+        _record_attempt_usage(job, attempt.number, result.trained_tokens,
+                              Decimal(str(result.device_seconds)))
+        job.refresh_from_db()
+        tokens = attempt.resume_trained_tokens + result.trained_tokens
+        if job.cancel_requested_at is not None:
+            return _finalize(job, JobStatus.CANCELLED, trained_tokens=tokens,
+                             estimated_finish=None)
+        budget = result.stop_reason == "budget"
+        if not job_transition(job.id, JobStatus.PAUSED,
+                              only_from={JobStatus.RUNNING, JobStatus.PAUSING},
+                              trained_tokens=tokens, estimated_finish=None,
+                              error=result.error if budget else None):
+            transaction.set_rollback(True)
+            return False
+        job.refresh_from_db()
+        _write_bill(job)
+        job.refresh_from_db()
+        reason = ((result.error or {}).get("message", "max_cost reached") if budget
+                  else "pause requested")
+        event_platform(job, f"The job is paused after {result.steps} steps ({reason}); its "
+                       f"checkpoint is kept and ${job.cost_tokens + job.cost_compute} billed so "
+                       "far. Resume to continue" + (" after raising max_cost" if budget else ""),
+                       data={"reason": "max_cost" if budget else "user", "steps": result.steps})
+    return True
+
+
 def _record_attempt_usage(job: FineTuningJob, attempt: int, tokens: int,
                           device_seconds: Decimal, rollout_tokens: int = 0) -> None:
     usage_record(job=job, attempt=attempt, kind=UsageKind.TRAINED_TOKENS,
@@ -391,7 +462,9 @@ def _write_bill(job: FineTuningJob) -> None:
     rollout_tokens = int(totals[UsageKind.ROLLOUT_TOKENS])
     cost = prices.job_cost(method=job.method_type, size_class=job.size_class, pool=job.pool,
                            trained_tokens=tokens, device_seconds=device_seconds,
-                           rollout_tokens=rollout_tokens)
+                           rollout_tokens=rollout_tokens,
+                           eval_tokens=int(totals[UsageKind.EVAL_TOKENS]),
+                           rates=price_rates_for(version=job.price_version))
     evaluation = job.eval
     if evaluation and evaluation.get("before") is not None and evaluation.get("after") is not None:
         gain = evaluation["after"] - evaluation["before"]
@@ -400,8 +473,7 @@ def _write_bill(job: FineTuningJob) -> None:
                                           if cost.total > 0 else None)}
     FineTuningJob.objects.filter(id=job.id).update(
         device_seconds=device_seconds, rollout_tokens=rollout_tokens, cost_tokens=cost.tokens,
-        cost_compute=cost.compute,
-        price_version=prices.PRICE_VERSION, eval=evaluation,
+        cost_compute=cost.compute, price_version=cost.price_version, eval=evaluation,
     )
 
 
@@ -469,6 +541,14 @@ def _recover_lost_attempt(attempt: Attempt, now: Any) -> bool:
         _record_attempt_usage(job, attempt.number, attempt.reported_tokens, seconds)
         job.refresh_from_db()
         lost = job.attempts.filter(status=AttemptStatus.LOST).count()
+        if job.status == JobStatus.PAUSING:  # asked to pause: the lost attempt's checkpoint
+            job_transition(job.id, JobStatus.PAUSED, only_from={JobStatus.PAUSING},
+                           estimated_finish=None)
+            job.refresh_from_db()
+            _write_bill(job)
+            event_platform(job, f"Attempt {attempt.number} lost its worker while pausing; "
+                           "the job is paused")
+            return True
         if job.cancel_requested_at is not None:
             _finalize(job, JobStatus.CANCELLED)
             event_platform(job, f"Attempt {attempt.number} lost its worker; the job was "

@@ -5,6 +5,8 @@ Public job statuses are OpenAI's names::
     validating_files -> queued -> running -> succeeded | failed | cancelled
                                   running -> queued            (reaper: lease lost, retry)
                queued | running -> pausing -> paused -> queued (pause/resume)
+                         running -> paused           (the worker stopped at the job's max_cost)
+                          queued -> paused           (paused before a worker claimed it)
 
 Terminal statuses never change. Every move is one conditional UPDATE filtered on the allowed
 previous statuses; the row count tells the caller whether it won a race (a cancel racing a
@@ -13,7 +15,8 @@ success, two reapers, a duplicate event): exactly one writer sees 1.
 Attempts (internal, one per try of a job)::
 
     dispatched -> running -> succeeded | failed | cancelled | lost | preempted
-    dispatched -> cancelled                                  (job cancelled while queued)
+    dispatched -> cancelled                                  (job cancelled or paused while queued)
+    running -> paused                 (stopped with a checkpoint: a resume is a new attempt)
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class AttemptStatus(models.TextChoices):
     CANCELLED = "cancelled"
     LOST = "lost"
     PREEMPTED = "preempted"  # handed back by a draining worker after a checkpoint
+    PAUSED = "paused"
 
 
 TERMINAL: frozenset[str] = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
@@ -51,10 +55,10 @@ ACTIVE: frozenset[str] = frozenset(set(JobStatus.values) - TERMINAL)
 JOB_TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.VALIDATING_FILES: frozenset({JobStatus.QUEUED, JobStatus.FAILED,
                                            JobStatus.CANCELLED}),
-    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.PAUSING, JobStatus.FAILED,
-                                 JobStatus.CANCELLED}),
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.PAUSING, JobStatus.PAUSED,
+                                 JobStatus.FAILED, JobStatus.CANCELLED}),
     JobStatus.RUNNING: frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED,
-                                  JobStatus.QUEUED, JobStatus.PAUSING}),
+                                  JobStatus.QUEUED, JobStatus.PAUSING, JobStatus.PAUSED}),
     JobStatus.PAUSING: frozenset({JobStatus.PAUSED, JobStatus.SUCCEEDED, JobStatus.FAILED,
                                   JobStatus.CANCELLED}),
     JobStatus.PAUSED: frozenset({JobStatus.QUEUED, JobStatus.CANCELLED}),
@@ -68,12 +72,13 @@ ATTEMPT_TRANSITIONS: dict[str, frozenset[str]] = {
                                          AttemptStatus.LOST}),
     AttemptStatus.RUNNING: frozenset({AttemptStatus.SUCCEEDED, AttemptStatus.FAILED,
                                       AttemptStatus.CANCELLED, AttemptStatus.LOST,
-                                      AttemptStatus.PREEMPTED}),
+                                      AttemptStatus.PREEMPTED, AttemptStatus.PAUSED}),
     AttemptStatus.SUCCEEDED: frozenset(),
     AttemptStatus.FAILED: frozenset(),
     AttemptStatus.CANCELLED: frozenset(),
     AttemptStatus.LOST: frozenset(),
     AttemptStatus.PREEMPTED: frozenset(),
+    AttemptStatus.PAUSED: frozenset(),
 }
 
 

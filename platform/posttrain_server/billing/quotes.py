@@ -1,0 +1,68 @@
+"""What a job would cost on a pool: the estimate's arithmetic, from exact token counts.
+
+Time on a pool is ``startup_seconds + tokens / (throughput per GPU x GPUs)``; GPU-seconds are
+GPUs x that time, exactly what the bill meters (GPUs allocated x wall-clock of the attempt).
+Dollars come from ``prices.job_cost`` with the same price book the job will be billed with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from posttrain_server.billing.prices import Cost, PriceRates, job_cost
+from posttrain_server.pools.models import Pool
+
+SECONDS_QUANTUM = Decimal("0.001")
+
+
+@dataclass(frozen=True)
+class PoolQuote:
+    pool: str
+    accelerator: str
+    gpus: int
+    tokens: int
+    wall_seconds: Decimal
+    gpu_seconds: Decimal
+    cost: Cost
+    workers_online: int
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        return (self.gpu_seconds / Decimal(3600)).quantize(Decimal("0.000001"))
+
+    def as_dict(self) -> dict:
+        return {"pool": self.pool, "accelerator": self.accelerator, "gpus": self.gpus,
+                "trained_tokens": self.tokens, "wall_seconds": str(self.wall_seconds),
+                "gpu_hours": str(self.gpu_hours),
+                "workers_online": self.workers_online,
+                "cost": self.cost.as_dict()}
+
+
+def pool_quote(*, pool: Pool, method: str, size_class: str, tokens: int, rates: PriceRates,
+               workers_online: int = 0) -> PoolQuote:
+    gpus = pool.gpus_for(size_class)
+    training = Decimal(tokens) / (Decimal(str(pool.throughput_for(size_class))) * gpus)
+    wall = (Decimal(pool.startup_seconds) + training).quantize(SECONDS_QUANTUM)
+    gpu_seconds = wall * gpus
+    cost = job_cost(method=method, size_class=size_class, pool=pool.name,
+                    trained_tokens=tokens, device_seconds=gpu_seconds, rates=rates)
+    return PoolQuote(pool=pool.name, accelerator=pool.accelerator, gpus=gpus, tokens=tokens,
+                     wall_seconds=wall, gpu_seconds=gpu_seconds, cost=cost,
+                     workers_online=workers_online)
+
+
+def pools_quote(*, method: str, size_class: str, tokens: int, rates: PriceRates,
+                enabled_only: bool = True) -> list[PoolQuote]:
+    """Quotes on every (enabled) pool, cheapest first; a pool the price book does not price
+    is left out (it cannot be billed)."""
+    from django.db.models import Count
+
+    from posttrain_server.pools.selectors import pool_list, workers_online
+
+    online = dict(workers_online().values_list("pool").annotate(n=Count("name")))
+    quotes = [pool_quote(pool=pool, method=method, size_class=size_class, tokens=tokens,
+                         rates=rates, workers_online=online.get(pool.name, 0))
+              for pool in pool_list(enabled_only=enabled_only)
+              if pool.name in rates.gpu_hour_rates]
+    return sorted(quotes, key=lambda quote: (quote.cost.total, quote.pool))

@@ -1,0 +1,132 @@
+"""Exact token counts of a dataset under a base model's tokenizer, cached per file and model.
+
+What the trainer bills as trained tokens is TRL's count of real (non-padding) tokens: the
+chat-templated tokens of each training row, truncated to ``max_seq_length``, times epochs.
+This module computes the per-row part with the same tokenizer and template, so an estimate
+equals the bill. transformers is imported lazily: only estimates and quotes need it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from posttrain_server.api.errors import ApiError
+from posttrain_server.billing.models import TokenCount
+from posttrain_server.files.models import File
+from workers import env
+from workers.contract import ModelRef
+from workers.storage import default_storage
+from workers.trainer.holdout import split_eval
+
+_build_lock = threading.Lock()
+
+
+def tokenizer_folder(ref: ModelRef) -> Path:
+    """Where the tokenizer of the job's starting model lives on this machine.
+
+    A fine-tuned LoRA chain uses its root base model's tokenizer (adapters never change it).
+    """
+    while ref.kind == "storage" and ref.base is not None:
+        ref = ref.base
+    if ref.kind == "builtin":
+        from workers.tinymodel import build_tiny_model
+
+        with _build_lock:
+            return build_tiny_model(env.models_root() / ref.ref)
+    if ref.kind == "path":
+        return Path(ref.ref)
+    if ref.kind == "hf":
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(ref.ref, local_files_only=True))
+    # A fully fine-tuned result: its archive holds the tokenizer it was trained with.
+    folder = env.var_dir() / "tokenizers" / ref.ref.replace("/", "_")
+    with _build_lock:
+        if not folder.is_dir():
+            default_storage().download_dir(ref.ref, folder)
+    return folder
+
+
+@lru_cache(maxsize=8)
+def _tokenizer(folder: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def tokenizer_identity(ref: ModelRef) -> str:
+    folder = tokenizer_folder(ref)
+    files = sorted(p for p in folder.glob("tokenizer*") if p.is_file())
+    stamp = ",".join(f"{p.name}:{p.stat().st_size}" for p in files)
+    return f"{folder}|{stamp}"[:300]
+
+
+def _length(tokenizer: Any, messages: list[dict[str, Any]], *, prompt: bool = False) -> int:
+    # The same projection as the trainers' readers: role and content only.
+    clean = [{"role": m["role"], "content": m["content"]} for m in messages]
+    return len(tokenizer.apply_chat_template(clean, tokenize=True, return_dict=True,
+                                             add_generation_prompt=prompt)["input_ids"])
+
+
+def _row_tokens(tokenizer: Any, row: dict[str, Any]) -> int:
+    """Tokens one row costs to train on, by dataset format.
+
+    chat (SFT): the templated conversation. preference (DPO): prompt + preferred and prompt +
+    non-preferred, both trained on. reinforcement: the templated prompt (the rollouts it
+    generates are metered separately, as rollout tokens).
+    """
+    if "messages" in row and row["messages"][-1]["role"] == "assistant":
+        return _length(tokenizer, row["messages"])
+    if "preferred_output" in row:
+        prompt = row["input"]["messages"]
+        return (_length(tokenizer, prompt + row["preferred_output"])
+                + _length(tokenizer, prompt + row["non_preferred_output"]))
+    return _length(tokenizer, row["messages"], prompt=True)
+
+
+def _count_rows(file: File, folder: Path) -> list[int]:
+    tokenizer = _tokenizer(str(folder))
+    lengths: list[int] = []
+    with default_storage().open(file.storage_key) as stream:
+        for raw in stream:
+            if raw.strip():
+                lengths.append(_row_tokens(tokenizer, json.loads(raw)))
+    return lengths
+
+
+def row_lengths(*, file: File, ref: ModelRef) -> list[int]:
+    """Tokens per row of ``file`` under ``ref``'s tokenizer; computed once, then cached."""
+    identity = tokenizer_identity(ref)
+    cached = TokenCount.objects.filter(file=file, tokenizer=identity).first()
+    if cached is not None:
+        return cached.lengths
+    try:
+        lengths = _count_rows(file, tokenizer_folder(ref))
+    except (OSError, ValueError, KeyError) as exc:  # no tokenizer there, or no chat template
+        raise ApiError(f"Cannot count the tokens of {file.id} with this model's tokenizer: "
+                       f"{type(exc).__name__}: {exc}"[:500], param="model",
+                       code="tokenizer_unavailable") from exc
+    try:
+        with transaction.atomic():  # a savepoint: a lost race must not break the caller's
+            TokenCount.objects.create(file=file, tokenizer=identity, lengths=lengths)
+    except IntegrityError:
+        pass  # counted concurrently: the same numbers
+    return lengths
+
+
+def trained_tokens(*, file: File, ref: ModelRef, n_epochs: int, max_seq_length: int,
+                   eval_samples: int, has_validation_file: bool, seed: int) -> int:
+    """The tokens the trainer will train on (and bill): rows it keeps, truncated, x epochs."""
+    lengths = row_lengths(file=file, ref=ref)
+    validation = [0] if has_validation_file else []  # only its presence matters for the split
+    kept, _ = split_eval(list(range(len(lengths))), validation, eval_samples, seed)
+    return n_epochs * sum(min(lengths[i], max_seq_length) for i in kept)
