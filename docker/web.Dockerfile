@@ -7,6 +7,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     POSTTRAIN_VAR_DIR=/var/lib/posttrain \
     PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus
 WORKDIR /app
+# bubblewrap: POST /v1/fine_tuning/alpha/graders/run runs python graders in the sandbox too.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements-common.txt requirements-web.txt constraints.txt ./
 COPY sdk ./sdk
 RUN pip install -r requirements-web.txt ./sdk -c constraints.txt

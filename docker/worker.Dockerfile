@@ -8,6 +8,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     PYTHONPATH=/app HF_HUB_OFFLINE=1 \
     POSTTRAIN_VAR_DIR=/var/lib/posttrain POSTTRAIN_WORK_DIR=/var/lib/posttrain/work
 WORKDIR /app
+# bubblewrap: the sandbox python graders run in (no network, own namespaces).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements-common.txt requirements-worker.txt constraints.txt ./
 COPY sdk ./sdk
 RUN pip install torch==2.13.0 --index-url "$TORCH_INDEX" \

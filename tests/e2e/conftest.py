@@ -46,6 +46,20 @@ def database_url(settings_dict: dict[str, Any]) -> str:
     return f"postgres://{auth}{settings_dict['HOST']}{port}/{settings_dict['NAME']}"
 
 
+def _purge_queues(pools: list[str]) -> None:
+    """Messages an earlier run left on a shared broker must not reach this run's workers."""
+    from posttrain_server.celery_app import app
+    from workers import contract
+
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        for queue in [contract.PLATFORM_QUEUE] + [contract.train_queue(p) for p in pools]:
+            try:
+                channel.queue_purge(queue)
+            except Exception:  # noqa: BLE001 - a queue never declared has nothing to purge
+                pass
+
+
 @pytest.fixture(scope="session")
 def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Stack]:
     from django.conf import settings
@@ -53,6 +67,12 @@ def stack(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Stac
     var_dir = posttrain_env.var_dir()
     if posttrain_env.broker_url().startswith("filesystem://"):
         shutil.rmtree(var_dir / "broker", ignore_errors=True)  # no stale messages
+    else:
+        with django_db_blocker.unblock():
+            from posttrain_server.pools.selectors import pool_list
+
+            pools = [pool.name for pool in pool_list()] or ["cpu"]
+        _purge_queues(pools)
     process_env = {
         **os.environ,
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
