@@ -96,6 +96,8 @@ def _message_errors(messages: Any, prefix: str = "messages") -> tuple[list[str],
             errors.append(f"{where}.content must be a string")
         elif not content.strip():
             errors.append(f"{where}.content is empty")
+        elif "\x00" in content:
+            errors.append(f"{where}.content contains a NUL character")
         weight = message.get("weight")
         if weight is not None and (role != "assistant" or weight not in (0, 1)):
             errors.append(f"{where}.weight must be 0 or 1, on assistant messages only")
@@ -139,6 +141,8 @@ def _output_errors(output: Any, name: str) -> list[str]:
         return [f"{name}[0].content must be a string"]
     if not content.strip():
         return [f"{name}[0].content is empty"]
+    if "\x00" in content:
+        return [f"{name}[0].content contains a NUL character"]
     return []
 
 
