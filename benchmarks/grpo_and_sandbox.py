@@ -98,7 +98,7 @@ def run_platform(model_dir: Path, data: Path, work: Path) -> tuple[float, int]:
     out = subprocess.run([sys.executable, "-m", "workers.trainer.grpo", str(path)],
                          capture_output=True, text=True, check=True, cwd=ROOT,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{\"type\"")]
     last = [e for e in events if e["type"] == "metrics"][-1]
     done = [e for e in events if e["type"] == "done"][-1]
     # elapsed_s runs from the trainer's construction to the last step's log.

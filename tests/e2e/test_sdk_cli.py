@@ -181,3 +181,31 @@ def test_the_cli_exits_3_for_a_failed_job_and_4_for_a_cancelled_one(api, toy_dat
     cancelled = cli(api, "jobs", "cancel", job_id)
     assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout
     assert cli(api, "jobs", "follow", job_id).returncode == 4
+
+
+def test_the_sdk_estimates_exactly_then_reads_usage_invoices_and_grades(client, toy_data):
+    uploaded = client.files.upload(toy_data["train"])
+    estimate = client.fine_tuning.jobs.estimate(
+        model="posttrain-tiny", training_file=uploaded.id, method=SMALL_SFT, eval_samples=10)
+    assert estimate.trained_tokens and estimate.seed is not None
+    assert {quote.pool for quote in estimate.pools} >= {"cpu", "blackwell", "rubin"}
+
+    job = client.fine_tuning.jobs.create(model="posttrain-tiny", training_file=uploaded.id,
+                                         method=SMALL_SFT, eval_samples=10, seed=estimate.seed)
+    done = client.fine_tuning.jobs.wait(job.id, poll_interval=0.2)
+    assert done.status == "succeeded", done.error
+    assert done.trained_tokens == estimate.trained_tokens  # the estimate is the bill's count
+
+    usage = client.organization.usage(group_by=["kind"])
+    kinds = {bucket_result.kind for bucket in usage for bucket_result in bucket.results}
+    assert {"trained_tokens", "device_seconds"} <= kinds
+    invoices = client.organization.invoices.list()
+    assert invoices and invoices[0].total > 0
+
+    grader = {"type": "string_check", "name": "exact", "operation": "eq",
+              "input": "{{sample.output_text}}", "reference": "{{item.answer}}"}
+    assert client.fine_tuning.alpha.graders.validate(grader=grader).grader["type"] == (
+        "string_check")
+    result = client.fine_tuning.alpha.graders.run(grader=grader, model_sample="46",
+                                                  item={"answer": "46"})
+    assert result.reward == 1.0

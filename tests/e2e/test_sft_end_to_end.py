@@ -149,7 +149,9 @@ def test_cancelling_a_running_job_stops_it_keeps_a_checkpoint_and_bills_what_ran
 
 def test_a_file_with_errors_reports_line_numbers_and_cannot_start_a_job(api, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"messages": [{"role": "user", "content": "hi"}]}\nnot json\n')
+    # (A row ending with a user turn is now a valid reinforcement prompt, so line 1 is a chat
+    # row without a user turn.)
+    bad.write_bytes(b'{"messages": [{"role": "assistant", "content": "hi"}]}\nnot json\n')
     file = api.upload(bad)
     assert file["status"] == "error"
     lines = [error["line"] for error in file["validation"]["errors"]]

@@ -361,3 +361,15 @@ def test_it_reports_a_reinforcement_prompt_with_a_bad_message_on_its_line():
 
     assert error_lines(report) == [3]
     assert "messages[0].content must be a string" in report.errors[0]["message"]
+
+
+def test_a_chat_file_whose_first_row_lacks_its_answer_is_still_a_chat_file():
+    rows = good_lines(12)
+    rows[0] = line({"messages": [{"role": "user", "content": "hi"}]})
+
+    report = check(b"".join(rows))
+
+    assert report.format == "chat"
+    assert error_lines(report) == [1]
+    assert "needs at least one assistant message" in report.errors[0]["message"]
+    assert report.example_count == 11

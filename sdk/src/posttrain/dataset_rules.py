@@ -168,9 +168,8 @@ def preference_row_errors(row: dict[str, Any]) -> list[str]:
 
 ROW_CHECKS = {"chat": chat_row_errors, "preference": preference_row_errors,
               "reinforcement": reinforcement_row_errors}
-# Formats told apart only by the last message's role: a row of one in a file of the other is
-# checked by the file's rules, so its error says what is wrong with it, not what it looks like.
-_MESSAGE_FORMATS = {"chat", "reinforcement"}
+# Formats told apart only by the last message's role (see ``validate_jsonl``).
+_MESSAGE_FORMATS = ("chat", "reinforcement")
 
 
 def _lines(stream: BinaryIO, limit: int) -> Iterable[tuple[int, bytes | None]]:
@@ -191,59 +190,61 @@ def _lines(stream: BinaryIO, limit: int) -> Iterable[tuple[int, bytes | None]]:
 
 def validate_jsonl(stream: BinaryIO, *, expected_format: str | None = None,
                    limits: Limits | None = None) -> Report:
-    """Check a whole dataset; the stream is read once, in bounded pieces."""
+    """Check a whole dataset; the stream is read once, in bounded pieces.
+
+    Chat and reinforcement rows differ only in their last message's role, so a file of
+    messages is checked under both rules as it streams (each keeping at most its first
+    errors), and the file's format is decided at the end by most rows' shape: a chat file
+    with a few rows missing their answer is reported as a chat file with those lines wrong.
+    """
     limits = limits or Limits()
     report = Report()
+    sides = {name: Report() for name in _MESSAGE_FORMATS}
+    shapes = dict.fromkeys(_MESSAGE_FORMATS, 0)
+    first_shape: str | None = None
     for number, raw in _lines(stream, limits.max_line_bytes):
         report.line_count = number
-        if raw is None:
-            report.add_error(number, f"line is longer than {limits.max_line_bytes} bytes")
-            continue
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            report.add_error(number, "file starts with a UTF-8 byte order mark; save it without")
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            report.add_error(number, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
-            continue
-        if not text.strip():
-            continue
-        if "\x00" in text:
-            report.add_error(number, "contains a NUL character")
-            continue
-        try:
-            row = json.loads(text)
-        except RecursionError:
-            report.add_error(number, "JSON is nested too deeply")
-            continue
-        except json.JSONDecodeError as exc:
-            report.add_error(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(row, dict):
-            report.add_error(number, "each line must be a JSON object")
+        row = _parse_line(report, number, raw, limits)
+        if row is None:
             continue
         row_format = detect_format(row)
         if row_format is None:
             report.add_error(number, "unknown format: expected a 'messages' list (chat or "
                              "reinforcement) or 'input' and 'preferred_output' (preference)")
             continue
+        if row_format in _MESSAGE_FORMATS:
+            first_shape = first_shape or row_format
+            shapes[row_format] += 1
+            row_format = "messages"
+        leading = _leading(shapes, first_shape)
         wanted = expected_format or report.format or row_format
-        if row_format != wanted and {row_format, wanted} <= _MESSAGE_FORMATS:
-            row_format = wanted
+        if wanted in _MESSAGE_FORMATS:
+            wanted = "messages"
         if row_format != wanted:
-            report.add_error(number, f"{row_format} example in a {wanted} dataset")
+            found = leading if row_format == "messages" else row_format
+            shown = leading if wanted == "messages" else wanted
+            report.add_error(number, f"{found} example in a {shown} dataset")
             continue
         report.format = wanted
+        if wanted == "messages":
+            for name, side in sides.items():
+                _check_row(side, number, ROW_CHECKS[name], row)
+            continue
         check = ROW_CHECKS.get(row_format)
         if check is None:
             report.add_error(number, f"{row_format} datasets are not supported yet")
             continue
-        row_errors = check(row)
-        for message in row_errors:
-            report.add_error(number, message)
-        if not row_errors:
-            report.example_count += 1
+        _check_row(report, number, check, row)
+    if report.format == "messages":
+        chosen = (expected_format if expected_format in _MESSAGE_FORMATS
+                  else _leading(shapes, first_shape))
+        side = sides[chosen]
+        report.format = chosen
+        report.example_count += side.example_count
+        report.error_count += side.error_count
+        report.errors = sorted(report.errors + side.errors,
+                               key=lambda e: (e["line"] is None, e["line"] or 0)
+                               )[:MAX_REPORTED_ERRORS]
     if report.line_count == 0:
         report.add_error(None, "file is empty")
     elif report.ok and report.example_count < limits.min_examples:
@@ -251,6 +252,54 @@ def validate_jsonl(stream: BinaryIO, *, expected_format: str | None = None,
             None, f"needs at least {limits.min_examples} examples, found {report.example_count}"
         )
     return report
+
+
+def _leading(shapes: dict[str, int], first: str | None) -> str:
+    """The shape of most message rows so far; the first row's on a tie."""
+    first = first or "chat"
+    other = next(name for name in shapes if name != first)
+    return other if shapes[other] > shapes[first] else first
+
+
+def _check_row(report: Report, number: int, check: Any, row: dict[str, Any]) -> None:
+    row_errors = check(row)
+    for message in row_errors:
+        report.add_error(number, message)
+    if not row_errors:
+        report.example_count += 1
+
+
+def _parse_line(report: Report, number: int, raw: bytes | None,
+                limits: Limits) -> dict[str, Any] | None:
+    """The line's JSON object, or None (with the error recorded, or for a blank line)."""
+    if raw is None:
+        report.add_error(number, f"line is longer than {limits.max_line_bytes} bytes")
+        return None
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        report.add_error(number, "file starts with a UTF-8 byte order mark; save it without")
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add_error(number, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+        return None
+    if not text.strip():
+        return None
+    if "\x00" in text:
+        report.add_error(number, "contains a NUL character")
+        return None
+    try:
+        row = json.loads(text)
+    except RecursionError:
+        report.add_error(number, "JSON is nested too deeply")
+        return None
+    except json.JSONDecodeError as exc:
+        report.add_error(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
+        return None
+    if not isinstance(row, dict):
+        report.add_error(number, "each line must be a JSON object")
+        return None
+    return row
 
 
 def read_chat_rows(stream: BinaryIO) -> list[dict[str, Any]]:
