@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import logging.config
+import time
 
 from celery import Celery
 from celery.exceptions import Reject
@@ -51,13 +52,15 @@ def _fresh_start(**kwargs: object) -> None:
 @worker_shutting_down.connect
 def _drain_on_shutdown(**kwargs: object) -> None:
     """SIGTERM: checkpoint the running job and hand it back instead of losing it."""
-    drain.request_drain()
+    drain.request_drain(own=True)
 
 
 @app.task(name=contract.TRAIN_TASK, acks_late=True)
 def train(message: dict) -> None:
     if drain.drain_requested():
-        # Back to the queue for another worker; acking it here would lose the job.
+        # Back to the queue for another worker; acking it here would lose the job. The pause
+        # keeps a draining worker (preStop, before its SIGTERM) from spinning on the message.
+        time.sleep(2)
         raise Reject("worker is draining", requeue=True)
     from pydantic import ValidationError
 

@@ -14,6 +14,7 @@ running attempt has finished handing back (or the wait is over).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -26,18 +27,32 @@ def work_root() -> Path:
     return Path(env.env_str("POSTTRAIN_WORK_DIR", str(env.var_dir() / "work")))
 
 
+def _own_file(pid: int) -> Path:
+    return work_root() / f"{DRAIN_FILE}.{pid}"
+
+
 def drain_requested() -> bool:
-    return (work_root() / DRAIN_FILE).exists()
+    """For the whole work folder (preStop: one worker per pod), or for this worker alone.
+
+    A Celery worker runs its task in a pool child, so the worker's own request is the one
+    named after this process or its parent: several workers sharing a folder on one host
+    never drain each other.
+    """
+    root = work_root()
+    return ((root / DRAIN_FILE).exists() or _own_file(os.getpid()).exists()
+            or _own_file(os.getppid()).exists())
 
 
-def request_drain() -> None:
+def request_drain(*, own: bool = False) -> None:
+    """``own``: only the calling worker process (its SIGTERM); else every worker of the folder."""
     root = work_root()
     root.mkdir(parents=True, exist_ok=True)
-    (root / DRAIN_FILE).touch()
+    (_own_file(os.getpid()) if own else root / DRAIN_FILE).touch()
 
 
 def clear_drain() -> None:
     (work_root() / DRAIN_FILE).unlink(missing_ok=True)
+    _own_file(os.getpid()).unlink(missing_ok=True)
 
 
 def attempts_running() -> int:

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from workers import env
@@ -49,6 +49,26 @@ class _CappedReader:
         if self.limit is not None and self.count > self.limit:
             raise StorageError(f"object larger than {self.limit} bytes")
         return chunk
+
+
+class _RawBody(io.RawIOBase):
+    """A streaming HTTP body as a raw stream, so ``io.BufferedReader`` gives it real file
+    semantics (``readline``, line iteration): botocore's body iterates in fixed-size chunks."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.body.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.body.close()
+        super().close()
 
 
 class Storage:
@@ -204,10 +224,8 @@ class S3Storage(Storage):
             if self._missing(exc):
                 raise StorageError(f"no object {key!r}") from exc
             raise
-        try:
-            yield body
-        finally:
-            body.close()
+        with io.BufferedReader(_RawBody(body), buffer_size=1024 * 1024) as stream:
+            yield stream
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError

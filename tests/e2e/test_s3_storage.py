@@ -25,7 +25,8 @@ def _own_broker(process_env: dict[str, str], tmp_path) -> dict[str, str]:
     url = posttrain_env.broker_url()
     if url.startswith("redis://"):
         base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-        return {**process_env, "CELERY_BROKER_URL": f"{base}/14"}
+        return {**process_env, "CELERY_BROKER_URL": f"{base}/14",
+                "POSTTRAIN_WORK_DIR": str(tmp_path / "work")}
     return {**process_env, "POSTTRAIN_VAR_DIR": str(tmp_path / "var"),
             "POSTTRAIN_MODELS_ROOT": str(posttrain_env.models_root())}
 

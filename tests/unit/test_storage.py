@@ -79,3 +79,12 @@ def test_the_url_chooses_the_backend(tmp_path, s3_endpoint, monkeypatch):
     bucket = storage_from_url("s3://posttrain-test/some/prefix")
     assert isinstance(bucket, S3Storage)
     assert (bucket.bucket, bucket.prefix) == ("posttrain-test", "some/prefix")
+
+
+def test_objects_read_line_by_line_like_files(storage):
+    lines = [b'{"row": %d, "pad": "%s"}\n' % (i, b"x" * (i * 37 % 2000)) for i in range(300)]
+    storage.write_bytes("files/lines", b"".join(lines))
+    with storage.open("files/lines") as stream:
+        assert list(stream) == lines
+    with storage.open("files/lines") as stream:
+        assert stream.readline(10) == lines[0][:10]
