@@ -170,7 +170,7 @@ class FinishedData(_Message):
 
     status: AttemptOutcome
     error: dict[str, Any] | None = None
-    stop_reason: Literal["cancelled", "paused", "budget", "lease_lost"] | None = None
+    stop_reason: Literal["cancelled", "paused", "budget", "lease_lost", "preempted"] | None = None
     trained_tokens: int = 0
     # Reinforcement: prompt + generated tokens of every rollout, counted from the token ids.
     rollout_tokens: int = 0

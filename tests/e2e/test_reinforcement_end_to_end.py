@@ -86,7 +86,8 @@ def test_a_python_grader_that_tries_to_escape_grades_honestly_in_the_sandbox(api
     done = api.wait_job(job["id"])
 
     assert done["status"] == "succeeded", done["error"]
-    warnings = [e["message"] for e in api.events(job["id"]) if e["level"] == "warn"]
+    warnings = [e["message"] for e in api.events(job["id"]) if e["level"] == "warn"
+                and "No worker is online" not in e["message"]]  # presence, not grading
     assert not warnings, warnings
     # Every sample was graded inside the sandbox: none found the host, so no 1.0 rewards.
     assert done["eval"]["before"] in (0.25, 0.5) or 0.25 <= done["eval"]["before"] <= 0.5

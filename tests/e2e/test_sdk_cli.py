@@ -18,6 +18,7 @@ import pytest
 import posttrain
 from posttrain import AsyncPosttrain, Posttrain
 from posttrain.types import FineTuningJob
+from workers import env as posttrain_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -109,7 +110,8 @@ def test_the_sdk_uploads_trains_waits_follows_downloads_and_cancels(client, toy_
 
 def test_an_invalid_upload_raises_with_line_numbers(client, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\nnot json\n')
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}, '
+                   '{"role": "assistant", "content": ""}]}\nnot json\n')
 
     with pytest.raises(posttrain.FileValidationError) as raised:
         client.files.upload(bad)
@@ -166,9 +168,11 @@ def test_the_cli_uploads_follows_lists_and_downloads(api, toy_data, tmp_path):
 
 
 def test_the_cli_exits_3_for_a_failed_job_and_4_for_a_cancelled_one(api, toy_data, tmp_path):
-    broken = tmp_path / "broken-model"  # a model folder the server accepts, no worker can load
-    broken.mkdir()
-    (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    # A model folder the server accepts (its tokenizer counts the tokens) whose weights no
+    # worker can load: the job really runs and really fails.
+    broken = tmp_path / "broken-model"
+    shutil.copytree(posttrain_env.models_root() / "posttrain-tiny", broken)
+    (broken / "model.safetensors").write_bytes(b"these are not weights")
 
     failed = cli(api, "jobs", "create", "--model", str(broken), "--training-file",
                  str(toy_data["train"]), "--n-epochs", "1", "--wait")
