@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 from datasets import Dataset
+from transformers.trainer_callback import PrinterCallback
 
 from workers.graders.scoring import Scorer
 from workers.graders.templates import sample_of
@@ -203,6 +204,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                               processing_class=tokenizer, peft_config=peft_config,
                               callbacks=[callback])
         callback.trainer = trainer
+        trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
         trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
         result.update(trained_tokens=meter.generated_tokens, steps=trainer.state.global_step,
                       stopped=callback.stopped, rollout_tokens=meter.rollout_tokens)
