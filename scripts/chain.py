@@ -31,11 +31,14 @@ MAX_PAIRS = 1000  # bounds the DPO stage's time whatever the SFT stage's accurac
 RL_PROMPTS = 256
 EXACT_GRADER = {"type": "string_check", "name": "exact sum", "input": "{{sample.output_text}}",
                 "reference": "{{item.reference_answer}}", "operation": "eq"}
+# DPO recipe: the gentlest of six measured tries from the SFT model (83.2% exact match):
+# multipliers 0.5/0.1/0.05/0.02, 1-2 epochs, sft_weight 1 or 5. Every try lowered held-out
+# exact match (-24.8 to -0.6 points); 0.02 x 1 epoch did least harm (README, "The chain").
 DPO_JOB: dict[str, Any] = {
     "suffix": "addition-dpo", "seed": 1, "max_seq_length": 64,
     "method": {"type": "dpo", "dpo": {"hyperparameters": {
-        "n_epochs": 2, "batch_size": 16, "beta": 0.1, "sft_weight": 1.0,
-        "learning_rate_multiplier": 0.5}}},
+        "n_epochs": 1, "batch_size": 16, "beta": 0.1, "sft_weight": 1.0,
+        "learning_rate_multiplier": 0.02}}},
     "metadata": {"source": "make demo", "stage": "dpo"},
 }
 RL_JOB: dict[str, Any] = {
