@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from posttrain_server.billing.services import budget_spec
-from posttrain_server.jobs.models import Attempt, FineTuningJob
+from posttrain_server.jobs.models import Attempt, Checkpoint, FineTuningJob
 from workers import contract
 
 
@@ -78,6 +80,25 @@ def dispatch_on_commit(job: FineTuningJob, attempt: Attempt, token: str) -> None
     """Queue the attempt once the transaction that wrote it commits (never on rollback)."""
     message = train_message(job, attempt, token)
     transaction.on_commit(lambda: send_train_message(message))
+
+
+def resuming_attempt(job: FineTuningJob, now: Any) -> tuple[Attempt, Checkpoint | None]:
+    """A new attempt that resumes from the job's latest checkpoint, queued on commit.
+
+    The one way a job continues after an attempt ended early: a lost worker (reaper), a
+    drained worker (preemption) or a resume after a pause. The caller holds the transaction
+    and moves the job's status.
+    """
+    checkpoint = job.checkpoints.order_by("-step").first()
+    token, token_hash = new_attempt_token()
+    number = (job.attempts.aggregate(top=Max("number"))["top"] or 0) + 1
+    attempt = Attempt.objects.create(
+        job=job, number=number, token_hash=token_hash, dispatched_at=now,
+        resume_from_key=checkpoint.storage_key if checkpoint else "",
+        resume_trained_tokens=checkpoint.trained_tokens if checkpoint else 0,
+    )
+    dispatch_on_commit(job, attempt, token)
+    return attempt, checkpoint
 
 
 def redispatch(attempt: Attempt) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from posttrain_server.api.errors import ConflictError
@@ -76,18 +75,11 @@ def job_resume(*, organization: Organization, job_id: str,
             raise ConflictError(f"Job {job_id} has spent ${spent}, at or over its max_cost "
                                 f"${job.max_cost}: resume with a higher max_cost",
                                 param="max_cost", code="max_cost_reached")
-        checkpoint = job.checkpoints.order_by("-step").first()
-        token, token_hash = dispatch.new_attempt_token()
-        number = (job.attempts.aggregate(top=Max("number"))["top"] or 0) + 1
-        attempt = Attempt.objects.create(
-            job=job, number=number, token_hash=token_hash, dispatched_at=timezone.now(),
-            resume_from_key=checkpoint.storage_key if checkpoint else "",
-            resume_trained_tokens=checkpoint.trained_tokens if checkpoint else 0)
+        attempt, checkpoint = dispatch.resuming_attempt(job, timezone.now())
         where = f"from step {checkpoint.step}" if checkpoint else "from the start"
         cap = f"; max_cost ${job.max_cost}" if job.max_cost is not None else ""
-        event_platform(job, f"Resumed as attempt {number} {where} (${spent} spent so far"
-                       f"{cap})")
-        dispatch.dispatch_on_commit(job, attempt, token)
+        event_platform(job, f"Resumed as attempt {attempt.number} {where} (${spent} spent so "
+                       f"far{cap})")
     job.refresh_from_db()
     return job
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from posttrain_server.api.errors import ApiError, ConflictError
@@ -569,18 +568,10 @@ def _requeue(job: FineTuningJob, reason: str, now: Any) -> bool:
 
     Used when a worker is lost (reaper) and when one hands its job back (preemption, drain).
     """
-    checkpoint = job.checkpoints.order_by("-step").first()
-    token, token_hash = dispatch.new_attempt_token()
-    number = (job.attempts.aggregate(top=Max("number"))["top"] or 0) + 1
-    retry = Attempt.objects.create(
-        job=job, number=number, token_hash=token_hash, dispatched_at=now,
-        resume_from_key=checkpoint.storage_key if checkpoint else "",
-        resume_trained_tokens=checkpoint.trained_tokens if checkpoint else 0,
-    )
     if not job_transition(job.id, JobStatus.QUEUED, only_from={JobStatus.RUNNING}):
         transaction.set_rollback(True)
         return False
+    retry, checkpoint = dispatch.resuming_attempt(job, now)
     where = f"from step {checkpoint.step}" if checkpoint else "from the start"
-    event_platform(job, f"{reason}; retrying as attempt {number} {where}", level="warn")
-    dispatch.dispatch_on_commit(job, retry, token)
+    event_platform(job, f"{reason}; retrying as attempt {retry.number} {where}", level="warn")
     return True
