@@ -217,3 +217,38 @@ def test_the_demo_password_command_makes_a_working_sign_in(db):
                  "--password", PASSWORD)
     assert Client().post("/login", {"username": "erin", "password": PASSWORD}
                          ).status_code == 302
+
+
+def test_a_finished_job_page_shows_charts_eval_cost_and_other_pools(carol, validated_file):
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from posttrain_server.jobs.models import Checkpoint, JobEvent
+
+    file_id = validated_file(carol)
+    carol.client.post("/jobs/new", sft_form(file_id, action="create"))
+    job = FineTuningJob.objects.get(organization=carol.organization)
+    for step in (1, 2, 3):
+        JobEvent.objects.create(job=job, attempt=1, seq=step, type="metrics", message="m",
+                                data={"step": step, "train_loss": 3.0 / step,
+                                      "learning_rate": 1e-3, "train_mean_token_accuracy":
+                                      0.2 * step})
+    Checkpoint.objects.create(job=job, attempt=1, step=3, storage_key="k",
+                              metrics={"train_loss": 1.0})
+    FineTuningJob.objects.filter(id=job.id).update(
+        status="succeeded", finished_at=timezone.now(), trained_tokens=1000,
+        cost_tokens=Decimal("0.010000"), cost_compute=Decimal("0.002000"),
+        device_seconds=Decimal("36.000"), price_version="2026-11-01",
+        eval={"metric": "exact_match", "before": 0.1, "after": 0.6, "gain": 0.5,
+              "gain_per_dollar": 41.67})
+    response = carol.client.get(f"/jobs/{job.id}")
+    html = response.content.decode()
+    assert response["X-Live-Done"] == "1" and "data-live-url" not in html
+    for caption in ("Loss", "Accuracy", "Learning rate"):
+        assert f"<figcaption>{caption}</figcaption>" in html
+    assert "$0.012" in html and "0.010000" in html and "0.010000 GPU-h" in html
+    assert "On the other pools" in html and ">rubin<" in html
+    assert "ckpt-step-3" in html
+    dashboard = carol.client.get("/").content.decode()
+    assert "41.67" in dashboard and job.id in dashboard

@@ -76,8 +76,9 @@ def line_chart(title: str, series: list[Series]) -> SafeString:
         ((index, " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in s.points), s.label)
          for index, s in enumerate(series)))
     dots = format_html_join(
-        "", '<circle class="series-{}" cx="{:.1f}" cy="{:.1f}" r="2.5"></circle>',
-        ((index, x(s.points[-1][0]), y(s.points[-1][1])) for index, s in enumerate(series)))
+        "", '<circle class="series-{}" cx="{}" cy="{}" r="2.5"></circle>',
+        ((index, f"{x(s.points[-1][0]):.1f}", f"{y(s.points[-1][1]):.1f}")
+         for index, s in enumerate(series)))
     legend = ", ".join(f"{s.label} (last {_label(s.points[-1][1])})" for s in series)
     return format_html(
         '<figure class="chart"><figcaption>{title}</figcaption>'
