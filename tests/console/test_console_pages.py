@@ -252,3 +252,10 @@ def test_a_finished_job_page_shows_charts_eval_cost_and_other_pools(carol, valid
     assert "ckpt-step-3" in html
     dashboard = carol.client.get("/").content.decode()
     assert "41.67" in dashboard and job.id in dashboard
+
+
+def test_an_unknown_page_is_the_consoles_404(carol):
+    response = carol.client.get("/no-such-page")
+    assert response.status_code == 404
+    assert b"belongs to another organization" in response.content
+    assert response["Content-Security-Policy"] == POLICY
