@@ -6,15 +6,19 @@ Browser behaviour (scripts, live updates, a real worker) is in ``test_console_br
 from __future__ import annotations
 
 import json
+import re
+from decimal import Decimal
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
+from django.utils import timezone
 
 from posttrain_server.console.security import POLICY
 from posttrain_server.files.models import File
-from posttrain_server.jobs.models import FineTuningJob
-from posttrain_server.tenancy.models import ApiKey
-from posttrain_server.tenancy.services import api_key_authenticate
+from posttrain_server.jobs.models import Checkpoint, FineTuningJob, JobEvent
+from posttrain_server.tenancy.models import ApiKey, Membership
+from posttrain_server.tenancy.services import api_key_authenticate, organization_get_or_create
 
 from .conftest import PASSWORD, chat_jsonl, console_upload
 
@@ -61,8 +65,6 @@ def test_the_login_page_has_the_policy_too(db):
 def test_every_form_field_has_a_label(carol, validated_file):
     validated_file(carol)
     html = carol.client.get("/jobs/new").content.decode()
-    import re
-
     ids = set(re.findall(r'<(?:input|select|textarea)[^>]*\sid="([^"]+)"', html))
     labelled = set(re.findall(r'<label for="([^"]+)"', html))
     assert ids and ids <= labelled, ids - labelled
@@ -70,9 +72,7 @@ def test_every_form_field_has_a_label(carol, validated_file):
 
 def test_forms_without_the_csrf_token_are_refused(carol):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(carol.client.session and __import__(
-        "django.contrib.auth", fromlist=["get_user_model"]).get_user_model().objects.get(
-        username="carol"))
+    client.force_login(get_user_model().objects.get(username="carol"))
     assert client.post("/keys", {"name": "x"}).status_code == 403
     assert not ApiKey.objects.filter(organization=carol.organization).exists()
 
@@ -220,12 +220,6 @@ def test_the_demo_password_command_makes_a_working_sign_in(db):
 
 
 def test_a_finished_job_page_shows_charts_eval_cost_and_other_pools(carol, validated_file):
-    from decimal import Decimal
-
-    from django.utils import timezone
-
-    from posttrain_server.jobs.models import Checkpoint, JobEvent
-
     file_id = validated_file(carol)
     carol.client.post("/jobs/new", sft_form(file_id, action="create"))
     job = FineTuningJob.objects.get(organization=carol.organization)
@@ -259,3 +253,16 @@ def test_an_unknown_page_is_the_consoles_404(carol):
     assert response.status_code == 404
     assert b"belongs to another organization" in response.content
     assert response["Content-Security-Policy"] == POLICY
+
+
+def test_a_member_of_two_organizations_switches_between_them(carol, dave, validated_file):
+    file_id = validated_file(dave)
+    Membership.objects.create(user=get_user_model().objects.get(username="carol"),
+                              organization=dave.organization)
+    assert file_id.encode() not in carol.client.get("/files").content
+    carol.client.post("/organization", {"organization": dave.organization.id})
+    assert file_id.encode() in carol.client.get("/files").content
+    # an organization she is not a member of is ignored
+    other = organization_get_or_create(name="stranger")
+    carol.client.post("/organization", {"organization": other.id})
+    assert file_id.encode() in carol.client.get("/files").content
