@@ -68,6 +68,7 @@ def test_the_example_environment_lists_every_setting_the_readme_documents():
     example = (ROOT / ".env.example").read_text()
     documented = {line.split("`")[1] for line in readme.splitlines()
                   if line.startswith("| `POSTTRAIN_")}
-    client_side = {"POSTTRAIN_TEST_OUTPUT", "POSTTRAIN_API_KEY", "POSTTRAIN_BASE_URL"}
+    client_side = {"POSTTRAIN_TEST_OUTPUT", "POSTTRAIN_API_KEY", "POSTTRAIN_BASE_URL",
+                   "POSTTRAIN_CHROMIUM"}
     missing = {name for name in documented - client_side if name not in example}
     assert not missing, f".env.example lacks {sorted(missing)}"
