@@ -174,6 +174,11 @@ class FinishedData(_Message):
     trained_tokens: int = 0
     # Reinforcement: prompt + generated tokens of every rollout, counted from the token ids.
     rollout_tokens: int = 0
+    # Eval tokens of this attempt by segment ("before", "step-<N>", "after"), counted by
+    # ``workers.trainer.eval_plan``'s rule; one usage row each. Seconds spent in evals (part
+    # of device_seconds), so calibration can tell eval time from training time.
+    eval_tokens: dict[str, int] = Field(default_factory=dict)
+    eval_seconds: float = 0.0
     grader_errors: int = 0
     device_seconds: float = 0.0
     eval_metric: str | None = None
@@ -191,7 +196,10 @@ class CheckpointData(_Message):
     step: int
     key: str
     trained_tokens: int
+    # Train metrics, plus the checkpoint's eval on the first held-out rows ("eval_<metric>",
+    # "eval_samples") when the job has an eval set.
     metrics: dict[str, float] = Field(default_factory=dict)
+    eval_tokens: int = 0  # that eval's tokens (usage segment "step-<step>")
 
 
 class WorkerHeartbeat(_Message):

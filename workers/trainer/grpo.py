@@ -8,7 +8,8 @@ only inside the sandbox pool. A grader error scores the range's low end and is c
 Metering, exact: rollout tokens are prompt tokens (the chat template's, counted once per
 row) plus the ``completion_ids`` of every sample; trained tokens are the generated tokens,
 the ones the policy loss is computed on. Eval: the mean grader score of greedy answers to the
-held-out prompts, before and after.
+held-out prompts, before and after, and on the first ones at each checkpoint; eval tokens are
+the prompts plus the greedy answers' tokens (``eval_plan``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from transformers.trainer_callback import PrinterCallback
 
 from workers.graders.scoring import Scorer
 from workers.graders.templates import sample_of
-from workers.trainer.sft import PlatformCallback, emit, load_model, split_eval
+from workers.trainer import eval_plan
+from workers.trainer.sft import (
+    PlatformCallback,
+    emit,
+    eval_usage,
+    load_model,
+    split_eval,
+    timed_eval,
+)
 
 EVAL_METRIC = "mean_grader_score"
 
@@ -100,7 +109,9 @@ def reward_function(scorer: Scorer, meter: Meter) -> Any:
 
 @torch.inference_mode()
 def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]],
-                 max_new_tokens: int, batch_size: int = 64) -> list[str]:
+                 max_new_tokens: int, batch_size: int = 64,
+                 meter: eval_plan.EvalMeter | None = None) -> list[str]:
+    """Greedy answers; ``meter`` counts real prompt tokens + tokens generated up to the stop."""
     device = next(model.parameters()).device
     was_training, side = model.training, tokenizer.padding_side
     model.eval()
@@ -116,7 +127,11 @@ def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]]
                               add_special_tokens=False).to(device)
             output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
                                     eos_token_id=eos, pad_token_id=pad)
-            for ids in output[:, batch["input_ids"].shape[1]:].tolist():
+            answers = output[:, batch["input_ids"].shape[1]:].tolist()
+            if meter is not None:
+                meter.add(int(batch["attention_mask"].sum()) + sum(
+                    eval_plan.generated_length(ids, {eos, pad}) for ids in answers))
+            for ids in answers:
                 cut = next((i for i, t in enumerate(ids) if t in {eos, pad}), len(ids))
                 texts.append(tokenizer.decode(ids[:cut], skip_special_tokens=True).strip())
     finally:
@@ -127,8 +142,10 @@ def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]]
 
 
 def mean_score(model: Any, tokenizer: Any, rows: list[dict[str, Any]], scorer: Scorer,
-               max_new_tokens: int) -> tuple[float, int]:
-    texts = greedy_texts(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens)
+               max_new_tokens: int, meter: eval_plan.EvalMeter | None = None
+               ) -> tuple[float, int]:
+    texts = greedy_texts(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens,
+                         meter=meter)
     grades = scorer.grade_many([(sample_of(text), json.loads(row["item_json"]))
                                 for text, row in zip(texts, rows, strict=True)])
     return (sum(g.score for g in grades) / len(grades),
@@ -154,10 +171,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     generations = int(rl["generations_per_prompt"])
     max_tokens = int(rl["max_completion_length"])
     meter = Meter()
+    callback = GrpoCallback(spec, meter)
+    evals = callback.eval_meter
     result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
     with Scorer(rl["grader"], sandbox_workers=int(rl.get("sandbox_workers", 2))) as scorer:
         if eval_rows:
-            before, errors = mean_score(model, tokenizer, eval_rows, scorer, max_tokens)
+            before, errors = timed_eval(evals, eval_plan.BEFORE, lambda: mean_score(
+                model, tokenizer, eval_rows, scorer, max_tokens, evals))
             result["eval_before"] = before
             meter.grader_errors += errors
             emit("eval", phase="before", metric=EVAL_METRIC, score=before,
@@ -170,9 +190,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                                      target_modules=lora["target_modules"],
                                      task_type="CAUSAL_LM")
         prompts_per_step = int(hyper["batch_size"])
-        total_steps = max(1, -(-len(train_rows) // prompts_per_step)) * hyper["n_epochs"]
-        logging_steps = hyper.get("logging_steps") or max(1, total_steps // 100)
-        checkpoint_steps = hyper.get("checkpoint_every_steps") or max(1, -(-total_steps // 10))
+        total_steps = max(1, eval_plan.total_steps(rows=len(train_rows),
+                                                   per_step=prompts_per_step,
+                                                   epochs=hyper["n_epochs"]))
+        logging_steps, checkpoint_steps = eval_plan.step_intervals(
+            steps=total_steps, logging_steps=hyper.get("logging_steps") or 0,
+            checkpoint_every_steps=hyper.get("checkpoint_every_steps") or 0)
         config = GRPOConfig(
             output_dir=spec["output_dir"],
             num_train_epochs=hyper["n_epochs"],
@@ -198,7 +221,15 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             dataloader_num_workers=0,
             log_completions=False,
         )
-        callback = GrpoCallback(spec, meter)
+        if eval_rows:
+            subset = eval_rows[:eval_plan.CHECKPOINT_EVAL_SAMPLES]
+
+            def checkpoint_eval(scored: Any) -> dict[str, float]:
+                score, errors = mean_score(scored, tokenizer, subset, scorer, max_tokens, evals)
+                meter.grader_errors += errors
+                return {f"eval_{EVAL_METRIC}": score, "eval_samples": float(len(subset))}
+
+            callback.checkpoint_eval = checkpoint_eval
         trainer = GRPOTrainer(model=model, reward_funcs=reward_function(scorer, meter),
                               args=config, train_dataset=Dataset.from_list(train_rows),
                               processing_class=tokenizer, peft_config=peft_config,
@@ -207,20 +238,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
         trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
         result.update(trained_tokens=meter.generated_tokens, steps=trainer.state.global_step,
-                      stopped=callback.stopped, rollout_tokens=meter.rollout_tokens)
+                      stopped=callback.stopped, stop_reason=callback.stop_reason,
+                      stop_message=callback.stop_message, rollout_tokens=meter.rollout_tokens)
         if not callback.stopped:
             final_dir = Path(spec["final_dir"])
             trainer.save_model(str(final_dir))
             tokenizer.save_pretrained(str(final_dir))
             result["final_dir"] = str(final_dir)
             if eval_rows:
-                after, errors = mean_score(trainer.model, tokenizer, eval_rows, scorer,
-                                           max_tokens)
+                after, errors = timed_eval(evals, eval_plan.AFTER, lambda: mean_score(
+                    trainer.model, tokenizer, eval_rows, scorer, max_tokens, evals))
                 result["eval_after"] = after
                 meter.grader_errors += errors
                 emit("eval", phase="after", metric=EVAL_METRIC, score=after,
                      samples=len(eval_rows))
     result["grader_errors"] = meter.grader_errors
+    result.update(eval_usage(evals))
     if meter.grader_errors:
         emit("warning", message=f"{meter.grader_errors} samples could not be graded and "
              f"scored the range's low end; last error: {meter.last_error}")
