@@ -179,6 +179,7 @@ class FinishedData(_Message):
     # of device_seconds), so calibration can tell eval time from training time.
     eval_tokens: dict[str, int] = Field(default_factory=dict)
     eval_seconds: float = 0.0
+    train_seconds: float = 0.0  # inside the training loop, checkpoint evals excluded
     grader_errors: int = 0
     device_seconds: float = 0.0
     eval_metric: str | None = None

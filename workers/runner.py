@@ -275,6 +275,7 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
               "rollout_tokens": done.get("rollout_tokens", 0),
               "eval_tokens": done.get("eval_tokens") or {},
               "eval_seconds": done.get("eval_seconds", 0.0),
+              "train_seconds": done.get("train_seconds", 0.0),
               "grader_errors": done.get("grader_errors", 0),
               "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:

@@ -39,6 +39,7 @@ from workers.trainer.sft import (
     split_eval,
     step_intervals,
     timed_eval,
+    train_timed,
 )
 
 EVAL_METRIC = "preference_accuracy"
@@ -182,8 +183,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                          callbacks=[callback])
     callback.trainer = trainer
     trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-    trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+    train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
+                  train_seconds=train_seconds,
                   stopped=callback.stopped, stop_reason=callback.stop_reason,
                   stop_message=callback.stop_message)
     if callback.stopped:

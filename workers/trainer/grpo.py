@@ -36,6 +36,7 @@ from workers.trainer.sft import (
     load_model,
     split_eval,
     timed_eval,
+    train_timed,
 )
 
 EVAL_METRIC = "mean_grader_score"
@@ -236,8 +237,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                               callbacks=[callback])
         callback.trainer = trainer
         trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-        trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+        train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
         result.update(trained_tokens=meter.generated_tokens, steps=trainer.state.global_step,
+                      train_seconds=train_seconds,
                       stopped=callback.stopped, stop_reason=callback.stop_reason,
                       stop_message=callback.stop_message, rollout_tokens=meter.rollout_tokens)
         if not callback.stopped:

@@ -76,6 +76,14 @@ def timed_eval(meter: eval_plan.EvalMeter, segment: str, run_eval: Callable[[], 
         meter.seconds += time.monotonic() - started
 
 
+def train_timed(trainer: Any, callback: PlatformCallback, resume_dir: str | None) -> float:
+    """Run training; return its seconds without the checkpoint evals inside it, so pool
+    calibration can fit training throughput from training time alone."""
+    evals_before, started = callback.eval_meter.seconds, time.monotonic()
+    trainer.train(resume_from_checkpoint=resume_dir)
+    return round(time.monotonic() - started - (callback.eval_meter.seconds - evals_before), 3)
+
+
 class PlatformCallback(TrainerCallback):
     """Reports metrics and checkpoints (scored when a checkpoint eval is set), and stops
     cooperatively when the flag file appears."""
@@ -263,8 +271,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                          callbacks=[callback])
     callback.trainer = trainer
     trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-    trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+    train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
+                  train_seconds=train_seconds,
                   stopped=callback.stopped, stop_reason=callback.stop_reason,
                   stop_message=callback.stop_message)
     if callback.stopped:

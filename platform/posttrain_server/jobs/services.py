@@ -462,9 +462,10 @@ def _record_attempt_usage(job: FineTuningJob, attempt: int, result: contract.Fin
         if tokens:
             usage_record(job=job, attempt=attempt, kind=UsageKind.EVAL_TOKENS,
                          quantity=Decimal(tokens), segment=segment)
-    if result.eval_seconds:
+    if result.eval_seconds or result.train_seconds:
         FineTuningJob.objects.filter(id=job.id).update(
-            eval_seconds=F("eval_seconds") + Decimal(str(result.eval_seconds)))
+            eval_seconds=F("eval_seconds") + Decimal(str(result.eval_seconds)),
+            train_seconds=F("train_seconds") + Decimal(str(result.train_seconds)))
 
 
 def _record_usage(job: FineTuningJob, attempt: int, tokens: int, device_seconds: Decimal,

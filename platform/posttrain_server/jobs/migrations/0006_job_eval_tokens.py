@@ -1,5 +1,5 @@
-"""Eval tokens metered per job (usage kind ``eval_tokens``), eval seconds, and the tokens line
-split by kind."""
+"""Eval tokens metered per job (usage kind ``eval_tokens``), eval and training seconds, and the
+tokens line split by kind."""
 
 from django.db import migrations, models
 
@@ -19,6 +19,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="finetuningjob",
             name="eval_seconds",
+            field=models.DecimalField(decimal_places=3, default=0, max_digits=20),
+        ),
+        migrations.AddField(
+            model_name="finetuningjob",
+            name="train_seconds",
             field=models.DecimalField(decimal_places=3, default=0, max_digits=20),
         ),
         migrations.AddField(
