@@ -6,8 +6,6 @@ including its stop token; log-probability evals count every scored sequence's re
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 
@@ -174,6 +172,3 @@ def test_a_workload_follows_the_devices_and_the_method():
                                       max_new_tokens=2)
     assert workload.estimate(1).segments[1:3] == ["step-2", "step-4"]   # 16 steps
     assert workload.estimate(2).segments[1:3] == ["step-1", "step-2"]   # 8 steps
-    rl = SimpleNamespace(**{**workload.__dict__, "split_over_devices": False})
-    assert eval_plan.EvalWorkload(**rl.__dict__).estimate(2).segments == (
-        workload.estimate(1).segments)

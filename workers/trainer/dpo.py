@@ -32,6 +32,7 @@ from workers.trainer.preference_eval import (
     preference_accuracy,
 )
 from workers.trainer.sft import (
+    IS_MAIN,
     PlatformCallback,
     emit,
     eval_usage,
@@ -118,11 +119,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     bf16 = on_gpu and torch.cuda.is_bf16_supported()
     model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
     if on_gpu:
-        model = model.to("cuda")
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
 
     train_rows, eval_rows = split_eval(load_pairs(spec["train_path"]),
                                        load_pairs(spec.get("validation_path")),
                                        int(spec["eval_samples"]), seed)
+    if not IS_MAIN:
+        eval_rows = []  # under torchrun rank 0 scores; the others only train
     answer_rows = _answer_rows(eval_rows)
     result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
     before_lp: tuple[list[float], list[float]] = ([], [])
@@ -191,8 +194,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     if callback.stopped:
         return {**result, **eval_usage(meter)}
     final_dir = Path(spec["final_dir"])
-    trainer.save_model(str(final_dir))
-    tokenizer.save_pretrained(str(final_dir))
+    trainer.save_model(str(final_dir))  # writes on the main process only
+    if IS_MAIN:
+        tokenizer.save_pretrained(str(final_dir))
     if eval_rows:
         accuracy, chosen, rejected, match = timed_eval(
             meter, eval_plan.AFTER,

@@ -114,11 +114,11 @@ class EvalWorkload:
     epochs: int
     max_new_tokens: int
     checkpoint_every_steps: int = 0
-    split_over_devices: bool = True  # SFT and DPO split rows over ranks; GRPO does not
 
     def estimate(self, devices: int = 1) -> EvalTokensEstimate:
+        """Every method splits its rows (RL: prompts) over the devices."""
         steps = total_steps(rows=self.train_rows, per_step=self.per_step, epochs=self.epochs,
-                            world_size=devices if self.split_over_devices else 1)
+                            world_size=devices)
         _, every = step_intervals(steps=steps,
                                   checkpoint_every_steps=self.checkpoint_every_steps)
         return estimate_eval_tokens(rows=self.rows, saves=checkpoint_steps(steps=steps,

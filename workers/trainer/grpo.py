@@ -30,6 +30,8 @@ from workers.graders.scoring import Scorer
 from workers.graders.templates import sample_of
 from workers.trainer import eval_plan
 from workers.trainer.sft import (
+    IS_MAIN,
+    WORLD_SIZE,
     PlatformCallback,
     emit,
     eval_usage,
@@ -44,12 +46,27 @@ EVAL_METRIC = "mean_grader_score"
 
 class Meter:
     """Rollout and trained tokens, and grader errors, counted as the reward function sees
-    them (called from TRL's training loop, read by the callback)."""
+    them (called from TRL's training loop, read by the callback).
+
+    Under torchrun each rank's reward function sees only its own completions, so the callback
+    sums the counts over ranks at every step end (``gather``), where every rank takes part.
+    """
 
     def __init__(self) -> None:
         self.rollout_tokens = self.generated_tokens = self.grader_errors = 0
         self.last_error: str | None = None
         self.lock = threading.Lock()
+        self.totals: tuple[int, int, int] = (0, 0, 0)  # generated, rollout, errors: all ranks
+
+    def gather(self, device: Any) -> None:
+        counts = (self.generated_tokens, self.rollout_tokens, self.grader_errors)
+        if WORLD_SIZE > 1:
+            import torch.distributed as dist
+
+            tensor = torch.tensor(counts, dtype=torch.long, device=device)
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+            counts = tuple(int(x) for x in tensor.tolist())
+        self.totals = counts  # type: ignore[assignment]
 
 
 class GrpoCallback(PlatformCallback):
@@ -61,7 +78,11 @@ class GrpoCallback(PlatformCallback):
         self.meter = meter
 
     def attempt_tokens(self) -> int:
-        return self.meter.generated_tokens
+        return self.meter.totals[0]
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+        self.meter.gather(args.device)  # on every rank, every step: one collective
+        return super().on_step_end(args, state, control, **kwargs)
 
 
 def load_prompts(path: str | None, tokenizer: Any) -> list[dict[str, Any]]:
@@ -165,10 +186,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     bf16 = on_gpu and torch.cuda.is_bf16_supported()
     model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
     if on_gpu:
-        model = model.to("cuda")
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
     train_rows, eval_rows = split_eval(load_prompts(spec["train_path"], tokenizer),
                                        load_prompts(spec.get("validation_path"), tokenizer),
                                        int(spec["eval_samples"]), seed)
+    if not IS_MAIN:
+        eval_rows = []  # under torchrun rank 0 scores; the others only train
     generations = int(rl["generations_per_prompt"])
     max_tokens = int(rl["max_completion_length"])
     meter = Meter()
@@ -193,7 +216,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         prompts_per_step = int(hyper["batch_size"])
         total_steps = max(1, eval_plan.total_steps(rows=len(train_rows),
                                                    per_step=prompts_per_step,
-                                                   epochs=hyper["n_epochs"]))
+                                                   epochs=hyper["n_epochs"],
+                                                   world_size=WORLD_SIZE))
         logging_steps, checkpoint_steps = eval_plan.step_intervals(
             steps=total_steps, logging_steps=hyper.get("logging_steps") or 0,
             checkpoint_every_steps=hyper.get("checkpoint_every_steps") or 0)
@@ -238,14 +262,17 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         callback.trainer = trainer
         trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
         train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
-        result.update(trained_tokens=meter.generated_tokens, steps=trainer.state.global_step,
+        meter.gather(trainer.args.device)  # every rank: the counts of the last step too
+        generated, rollout, meter.grader_errors = meter.totals  # rank 0 reports all ranks
+        result.update(trained_tokens=generated, steps=trainer.state.global_step,
                       train_seconds=train_seconds,
                       stopped=callback.stopped, stop_reason=callback.stop_reason,
-                      stop_message=callback.stop_message, rollout_tokens=meter.rollout_tokens)
+                      stop_message=callback.stop_message, rollout_tokens=rollout)
         if not callback.stopped:
             final_dir = Path(spec["final_dir"])
-            trainer.save_model(str(final_dir))
-            tokenizer.save_pretrained(str(final_dir))
+            trainer.save_model(str(final_dir))  # writes on the main process only
+            if IS_MAIN:
+                tokenizer.save_pretrained(str(final_dir))
             result["final_dir"] = str(final_dir)
             if eval_rows:
                 after, errors = timed_eval(evals, eval_plan.AFTER, lambda: mean_score(

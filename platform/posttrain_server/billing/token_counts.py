@@ -186,5 +186,4 @@ def eval_workload(*, method: str, file: File, validation_file: File | None, ref:
         rows = [(prompt, 1) for _, prompt, _ in info]
     return eval_plan.EvalWorkload(rows=tuple(rows), train_rows=len(kept), per_step=per_step,
                                   epochs=epochs, max_new_tokens=max_new_tokens,
-                                  checkpoint_every_steps=checkpoint_every_steps,
-                                  split_over_devices=method != "reinforcement")
+                                  checkpoint_every_steps=checkpoint_every_steps)
