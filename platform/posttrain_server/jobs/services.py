@@ -186,7 +186,9 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
                                             devices=data.get("devices")))
     quote = choice.quote
     # Devices: what the job asked for ("devices"), else what the pool gives this model size.
-    training = {**request["training"], "gpus": data.get("devices") or quote.gpus}
+    # Also the quote's eval-token bound: calibration times evals in the estimate's own units.
+    training = {**request["training"], "gpus": data.get("devices") or quote.gpus,
+                "quoted_eval_tokens": quote.eval.maximum if quote.eval else 0}
     token, token_hash = dispatch.new_attempt_token()
     with transaction.atomic():
         quota_check(organization=organization, quoted_cost=quote.cost.total)

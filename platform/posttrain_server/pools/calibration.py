@@ -14,6 +14,10 @@ regressing a few noisy totals against each other; a least-squares fit of the tot
 start-up in the slope and missed the largest job of the benchmark by 11%. Jobs without phase
 times (older workers) fall back to that least-squares line through (tokens, wall - evals).
 This measures what the bill counts, which is what an estimate must predict.
+
+Eval throughput is measured in the estimate's own units: the eval tokens the job was quoted
+(the bound: every answer at its full budget) per eval second, so an estimate that prices
+evals at the bound also times them without bias (jobs quoted before: their metered tokens).
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ def _samples(pool: Pool, size_class: str, limit: int) -> list[_Sample]:
             .order_by("-finished_at")[:limit])
     return [_Sample(tokens=float(job.trained_tokens),
                     wall=float(job.device_seconds) / max(1, int(job.training.get("gpus", 1))),
-                    train=float(job.train_seconds), eval_tokens=float(job.eval_tokens),
+                    train=float(job.train_seconds),
+                    eval_tokens=float(job.training.get("quoted_eval_tokens")
+                                      or job.eval_tokens),
                     eval_seconds=float(job.eval_seconds))
             for job in jobs]
 
