@@ -172,3 +172,75 @@ def test_a_workload_follows_the_devices_and_the_method():
                                       max_new_tokens=2)
     assert workload.estimate(1).segments[1:3] == ["step-2", "step-4"]   # 16 steps
     assert workload.estimate(2).segments[1:3] == ["step-1", "step-2"]   # 8 steps
+
+
+def _event(job, seq: int, type_: str, data: dict):
+    import time
+
+    from workers import contract
+
+    return contract.JobEvent(job_id=job.id, attempt=1, seq=seq, type=type_, message=type_,
+                             data=data, created_at=time.time())
+
+
+def test_eval_tokens_are_one_usage_row_per_segment_billed_once_whatever_the_replays(
+        alice, make_job, claim_attempt):
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from posttrain_server.billing.models import PriceBook, UsageRecord
+    from posttrain_server.jobs.models import FineTuningJob
+    from posttrain_server.jobs.services import event_apply
+    from workers import contract
+    PriceBook.objects.create(version="eval-priced", effective_at=timezone.now(),
+                             token_rates={"eval_tokens": {"*": {"tiny": "1.00"}}},
+                             gpu_hour_rates={"cpu": "0", "blackwell": "0", "rubin": "0"})
+    job = make_job(alice.organization)
+    claim_attempt(job)
+    checkpoint = contract.CheckpointData(step=5, key="k/step-5.tar", trained_tokens=10,
+                                         metrics={"eval_exact_match": 0.5}, eval_tokens=300)
+    finished = contract.FinishedData(
+        status="succeeded", trained_tokens=10, device_seconds=1.0, eval_metric="exact_match",
+        eval_before=0.0, eval_after=0.5, adapter_key="k/model.tar", adapter_kind="lora",
+        eval_tokens={"before": 1000, "step-5": 300, "after": 900}, eval_seconds=0.5,
+        train_seconds=0.25)
+
+    assert event_apply(event=_event(job, 0, "checkpoint", checkpoint.model_dump()))
+    # Metered on arrival, before the attempt ends.
+    assert UsageRecord.objects.get(job=job, kind="eval_tokens").quantity == 300
+    for _ in range(2):  # a redelivered result changes nothing
+        event_apply(event=_event(job, 1, "finished", finished.model_dump()))
+
+    keys = sorted(UsageRecord.objects.filter(job=job, kind="eval_tokens")
+                  .values_list("idempotency_key", "quantity"))
+    assert keys == [(f"{job.id}:1:eval_tokens:after", 900),
+                    (f"{job.id}:1:eval_tokens:before", 1000),
+                    (f"{job.id}:1:eval_tokens:step-5", 300)]
+    job = FineTuningJob.objects.get(id=job.id)
+    assert job.eval_tokens == 2200
+    assert job.eval_seconds == Decimal("0.500") and job.train_seconds == Decimal("0.250")
+    assert job.checkpoints.get().metrics == {"eval_exact_match": 0.5}
+    assert job.cost_tokens_by_kind["eval_tokens"] == "0.002200"
+    assert job.cost_tokens == Decimal("0.002200")
+    body = alice.client.get(f"/v1/fine_tuning/jobs/{job.id}").json()
+    assert body["usage"]["eval_tokens"] == 2200
+    assert body["cost"]["tokens_by_kind"]["eval_tokens"] == "0.002200"
+
+
+def test_a_paused_attempt_bills_its_eval_and_rollout_tokens(alice, make_job, claim_attempt):
+    from posttrain_server.billing.models import UsageRecord
+    from posttrain_server.jobs.services import event_apply
+    from workers import contract
+
+    job = make_job(alice.organization)
+    claim_attempt(job)
+    alice.client.post(f"/v1/fine_tuning/jobs/{job.id}/pause")
+    paused = contract.FinishedData(status="paused", stop_reason="paused", trained_tokens=10,
+                                   rollout_tokens=40, device_seconds=1.0,
+                                   eval_tokens={"before": 700})
+
+    assert event_apply(event=_event(job, 0, "finished", paused.model_dump()))
+
+    kinds = dict(UsageRecord.objects.filter(job=job).values_list("kind", "quantity"))
+    assert kinds["eval_tokens"] == 700 and kinds["rollout_tokens"] == 40
