@@ -106,14 +106,18 @@ class BudgetSpec(_Message):
     token_rate_per_million: str  # trained tokens
     gpu_hour_rate: str
     gpus: int = 1
+    # Eval tokens (a platform that does not send it: not followed). A rate, not a secret.
+    eval_token_rate_per_million: str = "0"  # noqa: S105
 
-    def spent(self, *, tokens: int, seconds: float) -> float:
+    def spent(self, *, tokens: int, seconds: float, eval_tokens: int = 0) -> float:
         return (float(self.spent_before)
                 + tokens * float(self.token_rate_per_million) / 1_000_000
+                + eval_tokens * float(self.eval_token_rate_per_million) / 1_000_000
                 + seconds * self.gpus * float(self.gpu_hour_rate) / 3600)
 
-    def reached(self, *, tokens: int, seconds: float) -> bool:
-        return self.spent(tokens=tokens, seconds=seconds) >= float(self.max_cost)
+    def reached(self, *, tokens: int, seconds: float, eval_tokens: int = 0) -> bool:
+        return self.spent(tokens=tokens, seconds=seconds,
+                          eval_tokens=eval_tokens) >= float(self.max_cost)
 
 
 class TrainJob(_Message):

@@ -244,3 +244,21 @@ def test_a_paused_attempt_bills_its_eval_and_rollout_tokens(alice, make_job, cla
 
     kinds = dict(UsageRecord.objects.filter(job=job).values_list("kind", "quantity"))
     assert kinds["eval_tokens"] == 700 and kinds["rollout_tokens"] == 40
+
+
+def test_the_budget_follows_eval_tokens_at_the_price_books_rate(alice, make_job):
+    from django.utils import timezone
+
+    from posttrain_server.billing.models import PriceBook
+    from posttrain_server.billing.services import budget_spec
+
+    PriceBook.objects.create(version="eval-priced", effective_at=timezone.now(),
+                             token_rates={"eval_tokens": {"*": {"tiny": "2.00"}}},
+                             gpu_hour_rates={"cpu": "0", "blackwell": "0", "rubin": "0"})
+    job = make_job(alice.organization, max_cost="1")
+
+    budget = budget_spec(job=job)
+
+    assert budget is not None and budget.eval_token_rate_per_million == "2.00"
+    assert budget.reached(tokens=0, seconds=0, eval_tokens=499_999) is False
+    assert budget.reached(tokens=0, seconds=0, eval_tokens=500_000) is True  # $1 of evals

@@ -129,8 +129,9 @@ class PlatformCallback(TrainerCallback):
             reason = self.stop_flag.read_text().strip() or "stop"
         elif self.budget is not None:
             tokens, seconds = self.attempt_tokens(), time.time() - self.attempt_started_at
-            if self.budget.reached(tokens=tokens, seconds=seconds):
-                spent = self.budget.spent(tokens=tokens, seconds=seconds)
+            evals = self.eval_meter.total  # rank 0's; it alone scores
+            if self.budget.reached(tokens=tokens, seconds=seconds, eval_tokens=evals):
+                spent = self.budget.spent(tokens=tokens, seconds=seconds, eval_tokens=evals)
                 reason = "budget"
                 self.stop_message = (f"Paused at step {state.global_step}: the estimated "
                                      f"spend ${spent:.6f} reached max_cost "
