@@ -3,8 +3,9 @@
 On a fresh embedded stack (cpu pool, tiny model): runs a few calibration jobs, calibrates the
 ``cpu`` pool with ``manage.py calibrate_pool cpu --size tiny``, then for a set of jobs of
 different sizes asks for an estimate, runs the job with the estimate's seed and prints the
-estimated and billed trained tokens (must be equal), GPU-hours and dollars side by side with
-the relative error. A benchmark, never a test: timings depend on the machine's load.
+estimated and billed trained tokens (must be equal), eval tokens (the bill's must lie between
+the estimate's exact part and its bound), GPU-hours and dollars side by side with the relative
+error. A benchmark, never a test: timings depend on the machine's load.
 
     .venv/bin/python benchmarks/estimate_accuracy.py [--var-dir DIR] [--port 8765]
 """
@@ -71,12 +72,14 @@ def main() -> None:
         for rows, epochs in CALIBRATION:
             _, done = run_job(client, uploaded[rows], epochs)
             print(f"  {rows} rows x {epochs}: {done['status']}, {done['trained_tokens']} "
-                  f"tokens, {done['usage']['device_seconds']} GPU-s", flush=True)
+                  f"tokens, {done['usage']['eval_tokens']} eval tokens, "
+                  f"{done['usage']['device_seconds']} GPU-s", flush=True)
         out = subprocess.run([sys.executable, str(ROOT / "manage.py"), "calibrate_pool", "cpu",
                               "--size", "tiny"], check=True, capture_output=True, text=True,
                              cwd=ROOT)
         print(out.stdout.strip(), flush=True)
-        header = (f"{'job':>12} | {'tokens est':>10} {'billed':>8} | {'GPU-h est':>10} "
+        header = (f"{'job':>12} | {'tokens est':>10} {'billed':>8} | "
+                  f"{'eval read..max':>15} {'billed':>7} | {'GPU-h est':>10} "
                   f"{'billed':>10} {'err':>7} | {'$ est':>9} {'billed':>9} {'err':>7}")
         print(header)
         print("-" * len(header))
@@ -89,8 +92,13 @@ def main() -> None:
             cost_est, cost_billed = Decimal(cpu["cost"]["total"]), Decimal(done["cost"]["total"])
             errors.append(abs(hours_est - hours_billed) / hours_billed)
             match = "==" if estimate["trained_tokens"] == done["trained_tokens"] else "!="
+            evals = done["usage"]["eval_tokens"]
+            inside = "ok" if estimate["eval_tokens_read"] <= evals <= estimate[
+                "eval_tokens"] else "OUT"
             print(f"{f'{rows}x{epochs}':>12} | {estimate['trained_tokens']:>10} "
-                  f"{match}{done['trained_tokens']:>6} | {hours_est:>10.6f} "
+                  f"{match}{done['trained_tokens']:>6} | "
+                  f"{estimate['eval_tokens_read']:>7}..{estimate['eval_tokens']:<6} "
+                  f"{evals:>5}{inside:>2} | {hours_est:>10.6f} "
                   f"{hours_billed:>10.6f} {error(hours_est, hours_billed):>7} | "
                   f"{cost_est:>9} {cost_billed:>9} {error(cost_est, cost_billed):>7}",
                   flush=True)

@@ -113,13 +113,17 @@ def upload(client: httpx.Client, path: Path) -> dict[str, Any]:
     return file
 
 
-def summary(job: dict[str, Any]) -> str:
+def summary(job: dict[str, Any], checkpoints: list[dict[str, Any]] | None = None) -> str:
     evaluation = job.get("eval") or {}
+    checkpoints = checkpoints or []
     cost = job["cost"]
     lines = [
         f"status            {job['status']}",
         f"fine-tuned model  {job['fine_tuned_model']}",
         f"trained tokens    {job['trained_tokens']:,}",
+        f"eval tokens       {job['usage'].get('eval_tokens', 0):,} (before, "
+        f"{len(checkpoints)} checkpoints, after; "
+        f"${(cost.get('tokens_by_kind') or {}).get('eval_tokens', '0')})",
         f"device-seconds    {Decimal(job['usage']['device_seconds']):.1f} "
         f"({job['usage']['devices']} x {job['pool']})",
         f"cost              ${cost['total']} = ${cost['tokens']} tokens + "
@@ -210,7 +214,9 @@ def main() -> None:
         ).raise_for_status().json()
         say(f"created {job['id']} on pool '{job['pool']}'; following its events")
         job = follow(client, job["id"], stack)
-        print("\n" + summary(job) + "\n", flush=True)
+        checkpoints = client.get(f"/fine_tuning/jobs/{job['id']}/checkpoints",
+                                 params={"limit": 100}).json()["data"]
+        print("\n" + summary(job, checkpoints) + "\n", flush=True)
         if os.environ.get("DEMO_CHAIN", "1") != "0" and job["status"] == "succeeded":
             run_chain(client, stack, job, data_dir)
         if os.environ.get("DEMO_EXIT"):

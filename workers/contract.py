@@ -106,14 +106,18 @@ class BudgetSpec(_Message):
     token_rate_per_million: str  # trained tokens
     gpu_hour_rate: str
     gpus: int = 1
+    # Eval tokens (a platform that does not send it: not followed). A rate, not a secret.
+    eval_token_rate_per_million: str = "0"  # noqa: S105
 
-    def spent(self, *, tokens: int, seconds: float) -> float:
+    def spent(self, *, tokens: int, seconds: float, eval_tokens: int = 0) -> float:
         return (float(self.spent_before)
                 + tokens * float(self.token_rate_per_million) / 1_000_000
+                + eval_tokens * float(self.eval_token_rate_per_million) / 1_000_000
                 + seconds * self.gpus * float(self.gpu_hour_rate) / 3600)
 
-    def reached(self, *, tokens: int, seconds: float) -> bool:
-        return self.spent(tokens=tokens, seconds=seconds) >= float(self.max_cost)
+    def reached(self, *, tokens: int, seconds: float, eval_tokens: int = 0) -> bool:
+        return self.spent(tokens=tokens, seconds=seconds,
+                          eval_tokens=eval_tokens) >= float(self.max_cost)
 
 
 class TrainJob(_Message):
@@ -174,6 +178,12 @@ class FinishedData(_Message):
     trained_tokens: int = 0
     # Reinforcement: prompt + generated tokens of every rollout, counted from the token ids.
     rollout_tokens: int = 0
+    # Eval tokens of this attempt by segment ("before", "step-<N>", "after"), counted by
+    # ``workers.trainer.eval_plan``'s rule; one usage row each. Seconds spent in evals (part
+    # of device_seconds), so calibration can tell eval time from training time.
+    eval_tokens: dict[str, int] = Field(default_factory=dict)
+    eval_seconds: float = 0.0
+    train_seconds: float = 0.0  # inside the training loop, checkpoint evals excluded
     grader_errors: int = 0
     device_seconds: float = 0.0
     eval_metric: str | None = None
@@ -191,7 +201,10 @@ class CheckpointData(_Message):
     step: int
     key: str
     trained_tokens: int
+    # Train metrics, plus the checkpoint's eval on the first held-out rows ("eval_<metric>",
+    # "eval_samples") when the job has an eval set.
     metrics: dict[str, float] = Field(default_factory=dict)
+    eval_tokens: int = 0  # that eval's tokens (usage segment "step-<step>")
 
 
 class WorkerHeartbeat(_Message):

@@ -228,9 +228,13 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
                 last_checkpoint = key
                 data = contract.CheckpointData(step=line["step"], key=key,
                                                trained_tokens=line["trained_tokens"],
-                                               metrics=line.get("metrics", {}))
-                reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}",
-                              data.model_dump())
+                                               metrics=line.get("metrics", {}),
+                                               eval_tokens=line.get("eval_tokens", 0))
+                scored = ", ".join(f"{k}={_fmt(v)}" for k, v in data.metrics.items()
+                                   if k.startswith("eval_") and k != "eval_samples")
+                reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}"
+                              + (f" ({scored} on {int(data.metrics['eval_samples'])} held-out "
+                                 "examples)" if scored else ""), data.model_dump())
             elif kind == "warning":
                 reporter.send("message", line["message"], level="warn")
             elif kind == "eval":
@@ -269,6 +273,9 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
               "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
               "eval_after": done.get("eval_after"), "eval_more": done.get("eval_more") or {},
               "rollout_tokens": done.get("rollout_tokens", 0),
+              "eval_tokens": done.get("eval_tokens") or {},
+              "eval_seconds": done.get("eval_seconds", 0.0),
+              "train_seconds": done.get("train_seconds", 0.0),
               "grader_errors": done.get("grader_errors", 0),
               "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:

@@ -115,6 +115,55 @@ def test_an_estimate_counts_tokens_exactly_and_prices_every_enabled_pool(alice, 
     assert TokenCount.objects.filter(file_id=training_file).count() == 1  # cached
 
 
+def test_an_estimate_reads_the_held_out_prompts_exactly_and_bounds_the_answers(
+        alice, training_file):
+    from transformers import AutoTokenizer
+
+    from posttrain_server.files.models import File
+    from workers.storage import default_storage
+    from workers.trainer.holdout import split_eval
+
+    result = estimate(alice, training_file, eval_samples=3).json()
+
+    file = File.objects.get(id=training_file)
+    with default_storage().open(file.storage_key) as stream:
+        rows = [json.loads(line) for line in stream if line.strip()]
+    kept, held_out = split_eval(rows, [], 3, 5)
+    tokenizer = AutoTokenizer.from_pretrained(env.models_root() / "posttrain-tiny")
+    prompts = sum(len(tokenizer.apply_chat_template(
+        row["messages"][:-1], tokenize=True, return_dict=True,
+        add_generation_prompt=True)["input_ids"]) for row in held_out)
+    # 27 training rows, batch 4, 3 epochs: 21 steps, a checkpoint every 3 -> 7 scored ones
+    # (each on the first 64 held-out rows: all 3 here), plus before and after.
+    steps = [3, 6, 9, 12, 15, 18, 21]
+    assert len(kept) == 27
+    assert result["eval_segments"] == ["before", *[f"step-{s}" for s in steps], "after"]
+    assert result["eval_tokens_read"] == 9 * prompts
+    assert result["eval_tokens"] == 9 * (prompts + 3 * 8)  # 8 greedy tokens at most each
+    cpu = next(entry for entry in result["pools"] if entry["pool"] == "cpu")
+    assert cpu["eval_tokens"] == result["eval_tokens"]
+    no_eval = estimate(alice, training_file, eval_samples=0).json()
+    assert no_eval["eval_tokens"] == no_eval["eval_tokens_read"] == 0
+    assert no_eval["eval_segments"] == []
+    assert Decimal(cpu["wall_seconds"]) > Decimal(next(
+        e for e in no_eval["pools"] if e["pool"] == "cpu")["wall_seconds"])  # evals take time
+
+
+def test_eval_tokens_are_priced_with_the_price_book_on_the_tokens_line(alice, training_file):
+    PriceBook.objects.create(
+        version="eval-priced", effective_at=timezone.now(),
+        token_rates={"trained_tokens": {"*": {"tiny": "0"}},
+                     "eval_tokens": {"*": {"tiny": "1000000"}}},  # $1 per eval token
+        gpu_hour_rates={"cpu": "0", "blackwell": "0", "rubin": "0"})
+
+    result = estimate(alice, training_file, eval_samples=3).json()
+
+    cpu = next(entry for entry in result["pools"] if entry["pool"] == "cpu")
+    assert result["price_version"] == "eval-priced"
+    assert Decimal(cpu["cost"]["tokens"]) == Decimal(result["eval_tokens"])
+    assert cpu["cost"]["tokens_by_kind"]["eval_tokens"] == cpu["cost"]["tokens"]
+
+
 def test_the_estimate_leaves_out_the_rows_held_out_for_evaluation(alice, training_file):
     everything = estimate(alice, training_file, eval_samples=0).json()["trained_tokens"]
     held_out = estimate(alice, training_file, eval_samples=50).json()["trained_tokens"]

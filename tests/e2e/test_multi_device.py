@@ -59,3 +59,48 @@ def test_a_two_device_job_trains_under_torchrun_and_bills_both_devices(stack, ap
         succeeded_before + 1)
     assert _metric(stack, 'posttrain_http_request_duration_seconds_count{method="GET",'
                           'route="/v1/fine_tuning/jobs/<str:job_id>",status="200"}') >= 2
+
+
+def _in_estimate_bounds(api, body: dict, done: dict) -> None:
+    estimate = api.http.post("/fine_tuning/jobs/estimate", json=body).json()
+    assert estimate["eval_tokens_read"] < done["usage"]["eval_tokens"] <= estimate["eval_tokens"]
+
+
+def test_dpo_and_grpo_jobs_train_on_two_devices_and_count_every_rank_once(api, tmp_path):
+    from tests.e2e.test_dpo_end_to_end import _pair_tokens
+    from tests.e2e.test_reinforcement_end_to_end import EXACT, HYPER
+    from workers.toychain import preference_rows, reinforcement_rows
+    from workers.toytask import write_jsonl
+
+    pairs = preference_rows(96, seed=0, split="train")
+    dpo_train = api.upload(write_jsonl(tmp_path / "prefs.jsonl", pairs))
+    dpo_valid = api.upload(write_jsonl(tmp_path / "prefs-valid.jsonl",
+                                       preference_rows(24, seed=0, split="validation")))
+    dpo_body = {"model": "posttrain-tiny", "training_file": dpo_train["id"],
+                "validation_file": dpo_valid["id"], "seed": 3, "eval_samples": 24,
+                "devices": 2, "method": {"type": "dpo", "dpo": {"hyperparameters": {
+                    "n_epochs": 1, "batch_size": 16, "beta": 0.1}}}}
+    rl_train = api.upload(write_jsonl(tmp_path / "rft.jsonl",
+                                      reinforcement_rows(32, seed=0, split="train")))
+    rl_valid = api.upload(write_jsonl(tmp_path / "rft-valid.jsonl",
+                                      reinforcement_rows(16, seed=0, split="validation")))
+    rl_body = {"model": "posttrain-tiny", "training_file": rl_train["id"],
+               "validation_file": rl_valid["id"], "seed": 5, "devices": 2,
+               "method": {"type": "reinforcement", "reinforcement": {
+                   "grader": EXACT, "hyperparameters": HYPER}}}
+
+    for body in (dpo_body, rl_body):
+        done = api.wait_job(api.create_job(**body)["id"])
+        assert done["status"] == "succeeded", done["error"]
+        assert done["usage"]["devices"] == 2
+        messages = [e["message"] for e in api.events(done["id"])]
+        assert sum(m.startswith("Eval before:") for m in messages) == (
+            2 if body is dpo_body else 1)  # DPO: preference accuracy and exact match, once
+        _in_estimate_bounds(api, body, done)
+        if body is dpo_body:
+            # 96 pairs split evenly over 2 x 16: every pair once, counted over both ranks.
+            assert done["trained_tokens"] == _pair_tokens(pairs)
+        else:
+            # 32 prompts x 4 samples over both ranks, each sample at least its end token.
+            assert 32 * 4 <= done["trained_tokens"] <= 32 * 4 * 6
+            assert done["usage"]["rollout_tokens"] > done["trained_tokens"]

@@ -1,4 +1,5 @@
-"""Pools and estimates over HTTP with a real worker: the estimate's tokens are the bill's."""
+"""Pools and estimates over HTTP with a real worker: the estimate's tokens are the bill's, and
+the bill's eval tokens lie between what the estimate said the evals read and its bound."""
 
 from __future__ import annotations
 
@@ -20,7 +21,23 @@ def _wait_worker_online(api, pool: str, timeout: float = 60) -> dict:
     raise TimeoutError(f"no worker of pool {pool} announced itself in {timeout}s")
 
 
+def _price_eval_tokens() -> str:
+    """A price book version that charges eval tokens (the seeded one makes them free)."""
+    from django.utils import timezone
+
+    from posttrain_server.billing.models import PriceBook
+    from posttrain_server.billing.prices import DEFAULT_RATES
+
+    rates = DEFAULT_RATES.as_json()
+    rates["token_rates"]["eval_tokens"] = {"*": {"tiny": "10.00"}}
+    PriceBook.objects.create(version="e2e-eval-priced", effective_at=timezone.now(), **rates)
+    return "e2e-eval-priced"
+
+
 def test_the_estimated_tokens_are_exactly_the_tokens_the_job_bills(api, toy_data):
+    from posttrain_server.billing.models import UsageRecord
+
+    version = _price_eval_tokens()
     pools = _wait_worker_online(api, "cpu")
     assert set(pools) >= {"cpu", "blackwell", "rubin"}
     worker = pools["cpu"]["workers"][0]
@@ -48,8 +65,33 @@ def test_the_estimated_tokens_are_exactly_the_tokens_the_job_bills(api, toy_data
     assert done["status"] == "succeeded", done["error"]
 
     assert done["trained_tokens"] == estimate["trained_tokens"]
-    assert done["cost"]["tokens"] == by_pool["cpu"]["cost"]["tokens"]
-    assert done["cost"]["price_version"] == estimate["price_version"]
+    assert done["cost"]["price_version"] == estimate["price_version"] == version
+    quoted, billed = by_pool["cpu"]["cost"]["tokens_by_kind"], done["cost"]["tokens_by_kind"]
+    assert billed["trained_tokens"] == quoted["trained_tokens"]
+
+    # Eval tokens: metered (before, every checkpoint, after), billed at the job's price book,
+    # between what the estimate said the evals read (exact) and its bound (every answer at
+    # its full budget).
+    eval_tokens = done["usage"]["eval_tokens"]
+    assert estimate["eval_tokens_read"] < eval_tokens <= estimate["eval_tokens"]
+    assert Decimal(billed["eval_tokens"]) == (Decimal(eval_tokens) * 10 / 1_000_000).quantize(
+        Decimal("0.000001")) > 0
+    assert Decimal(done["cost"]["tokens"]) <= Decimal(by_pool["cpu"]["cost"]["tokens"])
+    rows = UsageRecord.objects.filter(job_id=job["id"], kind="eval_tokens")
+    assert sorted(key.rsplit(":", 1)[1] for key in rows.values_list("idempotency_key",
+                                                                      flat=True)) == sorted(
+        estimate["eval_segments"])
+    assert sum(int(row.quantity) for row in rows) == eval_tokens
+    checkpoints = api.http.get(f"/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
+    assert {f"step-{c['step_number']}" for c in checkpoints} == set(
+        estimate["eval_segments"][1:-1])
+    assert all(0 <= c["metrics"]["eval_exact_match"] <= 1 and c["metrics"]["eval_samples"] == 20
+               for c in checkpoints)
+    usage = api.http.get("/organization/usage", params={"group_by": ["job", "kind"]}).json()
+    reported = sum(int(Decimal(result["quantity"])) for bucket in usage["data"]
+                   for result in bucket["results"]
+                   if result["job_id"] == job["id"] and result["kind"] == "eval_tokens")
+    assert reported == eval_tokens
     alternatives = {entry["pool"]: entry for entry in done["alternatives"]}
     assert set(alternatives) == {"blackwell", "rubin"}
     assert all(entry["trained_tokens"] == done["trained_tokens"]

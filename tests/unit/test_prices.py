@@ -144,7 +144,21 @@ def test_the_cost_dict_carries_decimal_strings_and_the_price_version():
     assert cost(1_000_000, "3600").as_dict() == {
         "currency": "usd", "tokens": "0.100000", "compute": "0.100000", "total": "0.200000",
         "price_version": prices.PRICE_VERSION,
+        "tokens_by_kind": {"trained_tokens": "0.100000", "rollout_tokens": "0.000000",
+                           "eval_tokens": "0.000000"},
     }
+
+
+def test_the_tokens_line_is_rounded_once_and_its_parts_each_on_their_own():
+    book = PriceRates.from_json("t", {"trained_tokens": {"*": {"tiny": "0.0000004"}},
+                                      "eval_tokens": {"*": {"tiny": "0.0000004"}}}, {"cpu": "0"})
+    result = job_cost(method="supervised", size_class="tiny", pool="cpu",
+                      trained_tokens=1_500_000, eval_tokens=1_500_000,
+                      device_seconds=Decimal(0), rates=book)
+    # 0.0000006 + 0.0000006 = 0.0000012 -> 0.000001; each part alone rounds to 0.000001.
+    assert result.tokens == Decimal("0.000001")
+    assert result.tokens_by_kind["eval_tokens"] == Decimal("0.000001")
+    assert result.tokens_by_kind["trained_tokens"] == Decimal("0.000001")
 
 
 def test_rollout_tokens_are_billed_on_the_tokens_line_at_their_own_rate():

@@ -6,8 +6,9 @@ The reference model is the starting model: with LoRA, TRL uses the base with the
 disabled (no second copy); with full fine-tuning, a frozen copy of the starting weights.
 
 Eval on held-out pairs, before and after: preference accuracy (``preference_eval``), and
-greedy answer match when the rows carry a ``reference_answer``. Trained tokens are TRL's
-count of real tokens of chosen + rejected sequences.
+greedy answer match when the rows carry a ``reference_answer``; each checkpoint on the first
+held-out pairs (``eval_plan``). Trained tokens are TRL's count of real tokens of chosen +
+rejected sequences; eval tokens are every scored sequence plus greedy prompts and answers.
 """
 
 from __future__ import annotations
@@ -23,13 +24,24 @@ import torch
 from datasets import Dataset
 from transformers.trainer_callback import PrinterCallback
 
+from workers.trainer import eval_plan
 from workers.trainer.evaluation import exact_match
 from workers.trainer.preference_eval import (
     implicit_reward_accuracy,
     pair_logprobs,
     preference_accuracy,
 )
-from workers.trainer.sft import PlatformCallback, emit, load_model, split_eval, step_intervals
+from workers.trainer.sft import (
+    IS_MAIN,
+    PlatformCallback,
+    emit,
+    eval_usage,
+    load_model,
+    split_eval,
+    step_intervals,
+    timed_eval,
+    train_timed,
+)
 
 EVAL_METRIC = "preference_accuracy"
 
@@ -72,11 +84,27 @@ def _answer_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _score(model: Any, tokenizer: Any, eval_rows: list[dict[str, Any]],
-           answer_rows: list[dict[str, Any]]) -> tuple[float, list[float], list[float],
-                                                       float | None]:
-    chosen, rejected = pair_logprobs(model, tokenizer, eval_rows)
-    match = exact_match(model, tokenizer, answer_rows) if answer_rows else None
+           answer_rows: list[dict[str, Any]], meter: eval_plan.EvalMeter
+           ) -> tuple[float, list[float], list[float], float | None]:
+    chosen, rejected = pair_logprobs(model, tokenizer, eval_rows, meter=meter)
+    match = exact_match(model, tokenizer, answer_rows, meter=meter) if answer_rows else None
     return preference_accuracy(chosen, rejected), chosen, rejected, match
+
+
+def _checkpoint_eval(tokenizer: Any, eval_rows: list[dict[str, Any]],
+                     answer_rows: list[dict[str, Any]], meter: eval_plan.EvalMeter) -> Any:
+    """The same scores on the first held-out pairs, as checkpoint metrics."""
+    rows = eval_rows[:eval_plan.CHECKPOINT_EVAL_SAMPLES]
+    answers = answer_rows[:eval_plan.CHECKPOINT_EVAL_SAMPLES]
+
+    def scores(model: Any) -> dict[str, float]:
+        accuracy, _, _, match = _score(model, tokenizer, rows, answers, meter)
+        metrics = {f"eval_{EVAL_METRIC}": accuracy, "eval_samples": float(len(rows))}
+        if match is not None:
+            metrics["eval_exact_match"] = match
+        return metrics
+
+    return scores
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -91,16 +119,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     bf16 = on_gpu and torch.cuda.is_bf16_supported()
     model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
     if on_gpu:
-        model = model.to("cuda")
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
 
     train_rows, eval_rows = split_eval(load_pairs(spec["train_path"]),
                                        load_pairs(spec.get("validation_path")),
                                        int(spec["eval_samples"]), seed)
+    if not IS_MAIN:
+        eval_rows = []  # under torchrun rank 0 scores; the others only train
     answer_rows = _answer_rows(eval_rows)
     result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
     before_lp: tuple[list[float], list[float]] = ([], [])
+    callback = DpoCallback(spec)
+    meter = callback.eval_meter
     if eval_rows:
-        accuracy, chosen, rejected, match = _score(model, tokenizer, eval_rows, answer_rows)
+        accuracy, chosen, rejected, match = timed_eval(
+            meter, eval_plan.BEFORE,
+            lambda: _score(model, tokenizer, eval_rows, answer_rows, meter))
         before_lp = (chosen, rejected)
         result["eval_before"] = accuracy
         emit("eval", phase="before", metric=EVAL_METRIC, score=accuracy,
@@ -142,7 +176,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    callback = DpoCallback(spec)
+    if eval_rows:
+        callback.checkpoint_eval = _checkpoint_eval(tokenizer, eval_rows, answer_rows, meter)
     trainer = DPOTrainer(model=model, args=config,
                          train_dataset=Dataset.from_list(
                              [{k: row[k] for k in ("prompt", "chosen", "rejected")}
@@ -151,17 +186,21 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                          callbacks=[callback])
     callback.trainer = trainer
     trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-    trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+    train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
-                  stopped=callback.stopped)
+                  train_seconds=train_seconds,
+                  stopped=callback.stopped, stop_reason=callback.stop_reason,
+                  stop_message=callback.stop_message)
     if callback.stopped:
-        return result
+        return {**result, **eval_usage(meter)}
     final_dir = Path(spec["final_dir"])
-    trainer.save_model(str(final_dir))
-    tokenizer.save_pretrained(str(final_dir))
+    trainer.save_model(str(final_dir))  # writes on the main process only
+    if IS_MAIN:
+        tokenizer.save_pretrained(str(final_dir))
     if eval_rows:
-        accuracy, chosen, rejected, match = _score(trainer.model, tokenizer, eval_rows,
-                                                   answer_rows)
+        accuracy, chosen, rejected, match = timed_eval(
+            meter, eval_plan.AFTER,
+            lambda: _score(trainer.model, tokenizer, eval_rows, answer_rows, meter))
         result["eval_after"] = accuracy
         emit("eval", phase="after", metric=EVAL_METRIC, score=accuracy, samples=len(eval_rows))
         more = result.setdefault("eval_more", {})
@@ -172,7 +211,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             emit("eval", phase="after", metric="exact_match", score=match,
                  samples=len(answer_rows))
     result["final_dir"] = str(final_dir)
-    return result
+    return {**result, **eval_usage(meter)}
 
 
 def main() -> None:

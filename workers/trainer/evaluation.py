@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from workers.trainer.eval_plan import EXACT_MATCH_MAX_NEW_TOKENS, EvalMeter, generated_length
+
 
 def _prompt_and_reference(tokenizer: Any, row: dict[str, Any]) -> tuple[str, str]:
     messages = row["messages"]
@@ -39,9 +41,13 @@ def exact_match(
     rows: list[dict[str, Any]],
     *,
     batch_size: int = 64,
-    max_new_tokens: int = 8,
+    max_new_tokens: int = EXACT_MATCH_MAX_NEW_TOKENS,
+    meter: EvalMeter | None = None,
 ) -> float:
     """Fraction of rows whose greedy completion equals the last assistant message.
+
+    ``meter`` counts the eval tokens (``eval_plan``'s rule): each prompt's real tokens plus
+    the tokens generated for it up to and including its stop token.
 
     Works with plain ``transformers`` models and PEFT-wrapped ones (both expose
     ``generate``). The model's train/eval mode and the tokenizer's padding side are restored
@@ -78,6 +84,9 @@ def exact_match(
                 pad_token_id=pad_id,
             )
             new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
+            if meter is not None:
+                meter.add(int(batch["attention_mask"].sum())
+                          + sum(generated_length(ids, stop_ids) for ids in new_tokens))
             for ids, (_, reference) in zip(new_tokens, chunk, strict=True):
                 correct += _completion_text(tokenizer, ids, stop_ids) == reference
     finally:

@@ -8,7 +8,8 @@ only inside the sandbox pool. A grader error scores the range's low end and is c
 Metering, exact: rollout tokens are prompt tokens (the chat template's, counted once per
 row) plus the ``completion_ids`` of every sample; trained tokens are the generated tokens,
 the ones the policy loss is computed on. Eval: the mean grader score of greedy answers to the
-held-out prompts, before and after.
+held-out prompts, before and after, and on the first ones at each checkpoint; eval tokens are
+the prompts plus the greedy answers' tokens (``eval_plan``).
 """
 
 from __future__ import annotations
@@ -27,19 +28,45 @@ from transformers.trainer_callback import PrinterCallback
 
 from workers.graders.scoring import Scorer
 from workers.graders.templates import sample_of
-from workers.trainer.sft import PlatformCallback, emit, load_model, split_eval
+from workers.trainer import eval_plan
+from workers.trainer.sft import (
+    IS_MAIN,
+    WORLD_SIZE,
+    PlatformCallback,
+    emit,
+    eval_usage,
+    load_model,
+    split_eval,
+    timed_eval,
+    train_timed,
+)
 
 EVAL_METRIC = "mean_grader_score"
 
 
 class Meter:
     """Rollout and trained tokens, and grader errors, counted as the reward function sees
-    them (called from TRL's training loop, read by the callback)."""
+    them (called from TRL's training loop, read by the callback).
+
+    Under torchrun each rank's reward function sees only its own completions, so the callback
+    sums the counts over ranks at every step end (``gather``), where every rank takes part.
+    """
 
     def __init__(self) -> None:
         self.rollout_tokens = self.generated_tokens = self.grader_errors = 0
         self.last_error: str | None = None
         self.lock = threading.Lock()
+        self.totals: tuple[int, int, int] = (0, 0, 0)  # generated, rollout, errors: all ranks
+
+    def gather(self, device: Any) -> None:
+        counts = (self.generated_tokens, self.rollout_tokens, self.grader_errors)
+        if WORLD_SIZE > 1:
+            import torch.distributed as dist
+
+            tensor = torch.tensor(counts, dtype=torch.long, device=device)
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+            counts = tuple(int(x) for x in tensor.tolist())
+        self.totals = counts  # type: ignore[assignment]
 
 
 class GrpoCallback(PlatformCallback):
@@ -51,7 +78,11 @@ class GrpoCallback(PlatformCallback):
         self.meter = meter
 
     def attempt_tokens(self) -> int:
-        return self.meter.generated_tokens
+        return self.meter.totals[0]
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
+        self.meter.gather(args.device)  # on every rank, every step: one collective
+        return super().on_step_end(args, state, control, **kwargs)
 
 
 def load_prompts(path: str | None, tokenizer: Any) -> list[dict[str, Any]]:
@@ -100,7 +131,9 @@ def reward_function(scorer: Scorer, meter: Meter) -> Any:
 
 @torch.inference_mode()
 def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]],
-                 max_new_tokens: int, batch_size: int = 64) -> list[str]:
+                 max_new_tokens: int, batch_size: int = 64,
+                 meter: eval_plan.EvalMeter | None = None) -> list[str]:
+    """Greedy answers; ``meter`` counts real prompt tokens + tokens generated up to the stop."""
     device = next(model.parameters()).device
     was_training, side = model.training, tokenizer.padding_side
     model.eval()
@@ -116,7 +149,11 @@ def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]]
                               add_special_tokens=False).to(device)
             output = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
                                     eos_token_id=eos, pad_token_id=pad)
-            for ids in output[:, batch["input_ids"].shape[1]:].tolist():
+            answers = output[:, batch["input_ids"].shape[1]:].tolist()
+            if meter is not None:
+                meter.add(int(batch["attention_mask"].sum()) + sum(
+                    eval_plan.generated_length(ids, {eos, pad}) for ids in answers))
+            for ids in answers:
                 cut = next((i for i, t in enumerate(ids) if t in {eos, pad}), len(ids))
                 texts.append(tokenizer.decode(ids[:cut], skip_special_tokens=True).strip())
     finally:
@@ -127,8 +164,10 @@ def greedy_texts(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]]
 
 
 def mean_score(model: Any, tokenizer: Any, rows: list[dict[str, Any]], scorer: Scorer,
-               max_new_tokens: int) -> tuple[float, int]:
-    texts = greedy_texts(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens)
+               max_new_tokens: int, meter: eval_plan.EvalMeter | None = None
+               ) -> tuple[float, int]:
+    texts = greedy_texts(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens,
+                         meter=meter)
     grades = scorer.grade_many([(sample_of(text), json.loads(row["item_json"]))
                                 for text, row in zip(texts, rows, strict=True)])
     return (sum(g.score for g in grades) / len(grades),
@@ -147,17 +186,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     bf16 = on_gpu and torch.cuda.is_bf16_supported()
     model, tokenizer = load_model(spec, torch.bfloat16 if bf16 else torch.float32)
     if on_gpu:
-        model = model.to("cuda")
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
     train_rows, eval_rows = split_eval(load_prompts(spec["train_path"], tokenizer),
                                        load_prompts(spec.get("validation_path"), tokenizer),
                                        int(spec["eval_samples"]), seed)
+    if not IS_MAIN:
+        eval_rows = []  # under torchrun rank 0 scores; the others only train
     generations = int(rl["generations_per_prompt"])
     max_tokens = int(rl["max_completion_length"])
     meter = Meter()
+    callback = GrpoCallback(spec, meter)
+    evals = callback.eval_meter
     result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows else None}
     with Scorer(rl["grader"], sandbox_workers=int(rl.get("sandbox_workers", 2))) as scorer:
         if eval_rows:
-            before, errors = mean_score(model, tokenizer, eval_rows, scorer, max_tokens)
+            before, errors = timed_eval(evals, eval_plan.BEFORE, lambda: mean_score(
+                model, tokenizer, eval_rows, scorer, max_tokens, evals))
             result["eval_before"] = before
             meter.grader_errors += errors
             emit("eval", phase="before", metric=EVAL_METRIC, score=before,
@@ -170,9 +214,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                                      target_modules=lora["target_modules"],
                                      task_type="CAUSAL_LM")
         prompts_per_step = int(hyper["batch_size"])
-        total_steps = max(1, -(-len(train_rows) // prompts_per_step)) * hyper["n_epochs"]
-        logging_steps = hyper.get("logging_steps") or max(1, total_steps // 100)
-        checkpoint_steps = hyper.get("checkpoint_every_steps") or max(1, -(-total_steps // 10))
+        total_steps = max(1, eval_plan.total_steps(rows=len(train_rows),
+                                                   per_step=prompts_per_step,
+                                                   epochs=hyper["n_epochs"],
+                                                   world_size=WORLD_SIZE))
+        logging_steps, checkpoint_steps = eval_plan.step_intervals(
+            steps=total_steps, logging_steps=hyper.get("logging_steps") or 0,
+            checkpoint_every_steps=hyper.get("checkpoint_every_steps") or 0)
         config = GRPOConfig(
             output_dir=spec["output_dir"],
             num_train_epochs=hyper["n_epochs"],
@@ -198,29 +246,43 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             dataloader_num_workers=0,
             log_completions=False,
         )
-        callback = GrpoCallback(spec, meter)
+        if eval_rows:
+            subset = eval_rows[:eval_plan.CHECKPOINT_EVAL_SAMPLES]
+
+            def checkpoint_eval(scored: Any) -> dict[str, float]:
+                score, errors = mean_score(scored, tokenizer, subset, scorer, max_tokens, evals)
+                meter.grader_errors += errors
+                return {f"eval_{EVAL_METRIC}": score, "eval_samples": float(len(subset))}
+
+            callback.checkpoint_eval = checkpoint_eval
         trainer = GRPOTrainer(model=model, reward_funcs=reward_function(scorer, meter),
                               args=config, train_dataset=Dataset.from_list(train_rows),
                               processing_class=tokenizer, peft_config=peft_config,
                               callbacks=[callback])
         callback.trainer = trainer
         trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-        trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
-        result.update(trained_tokens=meter.generated_tokens, steps=trainer.state.global_step,
-                      stopped=callback.stopped, rollout_tokens=meter.rollout_tokens)
+        train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
+        meter.gather(trainer.args.device)  # every rank: the counts of the last step too
+        generated, rollout, meter.grader_errors = meter.totals  # rank 0 reports all ranks
+        result.update(trained_tokens=generated, steps=trainer.state.global_step,
+                      train_seconds=train_seconds,
+                      stopped=callback.stopped, stop_reason=callback.stop_reason,
+                      stop_message=callback.stop_message, rollout_tokens=rollout)
         if not callback.stopped:
             final_dir = Path(spec["final_dir"])
-            trainer.save_model(str(final_dir))
-            tokenizer.save_pretrained(str(final_dir))
+            trainer.save_model(str(final_dir))  # writes on the main process only
+            if IS_MAIN:
+                tokenizer.save_pretrained(str(final_dir))
             result["final_dir"] = str(final_dir)
             if eval_rows:
-                after, errors = mean_score(trainer.model, tokenizer, eval_rows, scorer,
-                                           max_tokens)
+                after, errors = timed_eval(evals, eval_plan.AFTER, lambda: mean_score(
+                    trainer.model, tokenizer, eval_rows, scorer, max_tokens, evals))
                 result["eval_after"] = after
                 meter.grader_errors += errors
                 emit("eval", phase="after", metric=EVAL_METRIC, score=after,
                      samples=len(eval_rows))
     result["grader_errors"] = meter.grader_errors
+    result.update(eval_usage(evals))
     if meter.grader_errors:
         emit("warning", message=f"{meter.grader_errors} samples could not be graded and "
              f"scored the range's low end; last error: {meter.last_error}")

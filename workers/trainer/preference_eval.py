@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from workers.trainer.eval_plan import EvalMeter
+
 
 def _answer_ids(tokenizer: Any, prompt: list[dict[str, str]], answer: str
                 ) -> tuple[list[int], int]:
@@ -28,9 +30,10 @@ def _answer_ids(tokenizer: Any, prompt: list[dict[str, str]], answer: str
 
 @torch.inference_mode()
 def answer_logprobs(model: Any, tokenizer: Any, prompts: list[list[dict[str, str]]],
-                    answers: list[str], *, batch_size: int = 64) -> list[float]:
+                    answers: list[str], *, batch_size: int = 64,
+                    meter: EvalMeter | None = None) -> list[float]:
     """Sum of log-probabilities of each answer's tokens (end-of-turn included) given its
-    prompt."""
+    prompt. ``meter`` counts the eval tokens: every scored sequence's real tokens."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -46,6 +49,8 @@ def answer_logprobs(model: Any, tokenizer: Any, prompts: list[list[dict[str, str
             for row, (ids, _) in enumerate(chunk):
                 input_ids[row, :len(ids)] = torch.tensor(ids)
                 mask[row, :len(ids)] = 1
+            if meter is not None:
+                meter.add(int(mask.sum()))
             logits = model(input_ids=input_ids.to(device),
                            attention_mask=mask.to(device)).logits.float()
             logprobs = torch.log_softmax(logits[:, :-1], dim=-1)
@@ -59,12 +64,13 @@ def answer_logprobs(model: Any, tokenizer: Any, prompts: list[list[dict[str, str
     return results
 
 
-def pair_logprobs(model: Any, tokenizer: Any, rows: list[dict[str, Any]]
-                  ) -> tuple[list[float], list[float]]:
+def pair_logprobs(model: Any, tokenizer: Any, rows: list[dict[str, Any]],
+                  meter: EvalMeter | None = None) -> tuple[list[float], list[float]]:
     prompts = [row["prompt"] for row in rows]
-    chosen = answer_logprobs(model, tokenizer, prompts, [r["chosen"][0]["content"] for r in rows])
+    chosen = answer_logprobs(model, tokenizer, prompts, [r["chosen"][0]["content"] for r in rows],
+                             meter=meter)
     rejected = answer_logprobs(model, tokenizer, prompts,
-                               [r["rejected"][0]["content"] for r in rows])
+                               [r["rejected"][0]["content"] for r in rows], meter=meter)
     return chosen, rejected
 
 

@@ -7,17 +7,19 @@ the platform, the broker or storage; the worker process handles those.
 
 Steps: load the starting model (merging earlier adapters), score it on held-out examples,
 train with TRL's ``SFTTrainer`` (PEFT LoRA unless full fine-tuning was asked), checkpoint
-every N steps and whenever the stop flag appears (cancel), score the result, save it.
+every N steps (each scored on the first held-out examples) and whenever the stop flag appears
+(cancel), score the result, save it. Every eval's tokens are counted by segment
+(``eval_plan``) and reported for billing.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from transformers.trainer_callback import PrinterCallback
 
 from workers import contract
+from workers.trainer import eval_plan
 from workers.trainer.evaluation import exact_match
 from workers.trainer.holdout import split_eval
 
@@ -58,8 +61,32 @@ def load_rows(path: str | None) -> list[dict[str, Any]]:
     return rows
 
 
+# Scores a checkpoint's model on the first held-out rows: (metrics by name, e.g.
+# {"eval_exact_match": 0.8}); the caller has set the meter's segment.
+CheckpointEval = Callable[[Any], dict[str, float]]
+
+
+def timed_eval(meter: eval_plan.EvalMeter, segment: str, run_eval: Callable[[], Any]) -> Any:
+    """Run one eval pass under its usage segment, adding its wall time to the meter."""
+    meter.segment = segment
+    started = time.monotonic()
+    try:
+        return run_eval()
+    finally:
+        meter.seconds += time.monotonic() - started
+
+
+def train_timed(trainer: Any, callback: PlatformCallback, resume_dir: str | None) -> float:
+    """Run training; return its seconds without the checkpoint evals inside it, so pool
+    calibration can fit training throughput from training time alone."""
+    evals_before, started = callback.eval_meter.seconds, time.monotonic()
+    trainer.train(resume_from_checkpoint=resume_dir)
+    return round(time.monotonic() - started - (callback.eval_meter.seconds - evals_before), 3)
+
+
 class PlatformCallback(TrainerCallback):
-    """Reports metrics and checkpoints, and stops cooperatively when the flag file appears."""
+    """Reports metrics and checkpoints (scored when a checkpoint eval is set), and stops
+    cooperatively when the flag file appears."""
 
     # TRL log keys reported besides the loss, by the name the platform shows them under.
     reported_logs = {"mean_token_accuracy": "train_mean_token_accuracy"}
@@ -76,6 +103,8 @@ class PlatformCallback(TrainerCallback):
         self.attempt_started_at = float(spec.get("attempt_started_at") or time.time())
         self.trainer: Any = None
         self.last_metrics: dict[str, float] = {}
+        self.eval_meter = eval_plan.EvalMeter()
+        self.checkpoint_eval: CheckpointEval | None = None
 
     def attempt_tokens(self) -> int:
         # TRL counts real (non-padding) tokens, gathered over ranks; it restarts at 0 on
@@ -100,8 +129,9 @@ class PlatformCallback(TrainerCallback):
             reason = self.stop_flag.read_text().strip() or "stop"
         elif self.budget is not None:
             tokens, seconds = self.attempt_tokens(), time.time() - self.attempt_started_at
-            if self.budget.reached(tokens=tokens, seconds=seconds):
-                spent = self.budget.spent(tokens=tokens, seconds=seconds)
+            evals = self.eval_meter.total  # rank 0's; it alone scores
+            if self.budget.reached(tokens=tokens, seconds=seconds, eval_tokens=evals):
+                spent = self.budget.spent(tokens=tokens, seconds=seconds, eval_tokens=evals)
                 reason = "budget"
                 self.stop_message = (f"Paused at step {state.global_step}: the estimated "
                                      f"spend ${spent:.6f} reached max_cost "
@@ -130,22 +160,30 @@ class PlatformCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
         if state.is_world_process_zero:
+            metrics, eval_tokens = dict(self.last_metrics), 0
+            # A checkpoint written on the way out (cancel, pause, budget) is not scored:
+            # stopping stays quick.
+            if self.checkpoint_eval is not None and not self.stopped:
+                segment = eval_plan.checkpoint_segment(state.global_step)
+                model = kwargs.get("model") or self.trainer.model
+                metrics.update(timed_eval(self.eval_meter, segment,
+                                          lambda: self.checkpoint_eval(model)))
+                eval_tokens = self.eval_meter.tokens.get(segment, 0)
             emit("checkpoint", step=state.global_step,
                  dir=str(Path(args.output_dir) / f"checkpoint-{state.global_step}"),
                  trained_tokens=self.resume_tokens + self.attempt_tokens(),
-                 metrics=self.last_metrics)
+                 metrics=metrics, eval_tokens=eval_tokens)
         return control
 
 
 def step_intervals(hyper: dict[str, Any], train_rows: int) -> tuple[int, int]:
-    """(logging, checkpoint) step intervals; 0 in the spec means ~100 logs and ~10 checkpoints.
-
-    Scaling with the job keeps a 15-step test and a 100k-step run equally observable.
-    """
-    total = math.ceil(train_rows / (hyper["batch_size"] * WORLD_SIZE)) * hyper["n_epochs"]
-    logging = hyper.get("logging_steps") or max(1, total // 100)
-    checkpoint = hyper.get("checkpoint_every_steps") or max(1, math.ceil(total / 10))
-    return logging, checkpoint
+    """(logging, checkpoint) step intervals (``eval_plan``'s rule, which estimates share)."""
+    total = eval_plan.total_steps(rows=train_rows, per_step=hyper["batch_size"],
+                                  epochs=hyper["n_epochs"], world_size=WORLD_SIZE)
+    return eval_plan.step_intervals(steps=total,
+                                    logging_steps=hyper.get("logging_steps") or 0,
+                                    checkpoint_every_steps=hyper.get("checkpoint_every_steps")
+                                    or 0)
 
 
 def load_model(spec: dict[str, Any], dtype: torch.dtype) -> tuple[Any, Any]:
@@ -180,8 +218,11 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"eval_metric": EVAL_METRIC if eval_rows and IS_MAIN else None}
     if not IS_MAIN:
         eval_rows = []  # rank 0 scores; the others only train
+    callback = PlatformCallback(spec)
+    meter = callback.eval_meter
     if eval_rows:
-        before = exact_match(model, tokenizer, eval_rows)
+        before = timed_eval(meter, eval_plan.BEFORE,
+                            lambda: exact_match(model, tokenizer, eval_rows, meter=meter))
         result["eval_before"] = before
         emit("eval", phase="before", metric=EVAL_METRIC, score=before, samples=len(eval_rows))
 
@@ -221,28 +262,39 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    callback = PlatformCallback(spec)
+    if eval_rows:
+        subset = eval_rows[:eval_plan.CHECKPOINT_EVAL_SAMPLES]
+        callback.checkpoint_eval = lambda scored: {
+            f"eval_{EVAL_METRIC}": exact_match(scored, tokenizer, subset, meter=meter),
+            "eval_samples": float(len(subset))}
     trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
                          processing_class=tokenizer, peft_config=peft_config,
                          callbacks=[callback])
     callback.trainer = trainer
     trainer.remove_callback(PrinterCallback)  # stdout carries our JSON lines only
-    trainer.train(resume_from_checkpoint=spec.get("resume_dir"))
+    train_seconds = train_timed(trainer, callback, spec.get("resume_dir"))
     result.update(trained_tokens=callback.attempt_tokens(), steps=trainer.state.global_step,
+                  train_seconds=train_seconds,
                   stopped=callback.stopped, stop_reason=callback.stop_reason,
                   stop_message=callback.stop_message)
     if callback.stopped:
-        return result
+        return {**result, **eval_usage(meter)}
     final_dir = Path(spec["final_dir"])
     trainer.save_model(str(final_dir))  # writes on the main process only
     if IS_MAIN:
         tokenizer.save_pretrained(str(final_dir))
     if eval_rows:
-        after = exact_match(trainer.model, tokenizer, eval_rows)
+        after = timed_eval(meter, eval_plan.AFTER,
+                           lambda: exact_match(trainer.model, tokenizer, eval_rows, meter=meter))
         result["eval_after"] = after
         emit("eval", phase="after", metric=EVAL_METRIC, score=after, samples=len(eval_rows))
     result["final_dir"] = str(final_dir)
-    return result
+    return {**result, **eval_usage(meter)}
+
+
+def eval_usage(meter: eval_plan.EvalMeter) -> dict[str, Any]:
+    """The ``done`` line's eval usage: tokens by segment (billed) and seconds (calibration)."""
+    return {"eval_tokens": dict(meter.tokens), "eval_seconds": round(meter.seconds, 3)}
 
 
 def main() -> None:

@@ -113,11 +113,24 @@ DEFAULT_POOLS: dict[str, dict] = {
 }
 
 
+# Eval tokens per second (one device) by pool and size class, seeded by migration
+# ``pools.0003`` (kept apart from DEFAULT_POOLS, which migration ``pools.0002`` applies to a
+# model without this field). cpu/tiny measured on a 2-core machine: greedy answers in 64-row
+# batches run at about a third of training's tokens/s. Pools without a figure use their
+# training throughput until calibrated.
+DEFAULT_EVAL_THROUGHPUT: dict[str, dict[str, int]] = {"cpu": {"tiny": 3000}}
+
+
 @dataclass(frozen=True)
 class Cost:
+    """A job's bill: two lines, each rounded once. ``tokens_by_kind`` shows what the tokens
+    line is made of (each part rounded on its own, for display: the line is rounded once from
+    the exact sum, so the parts may differ from it by up to $0.000001 each)."""
+
     tokens: Decimal
     compute: Decimal
     price_version: str = PRICE_VERSION
+    tokens_by_kind: Mapping[str, Decimal] = field(default_factory=dict, compare=False)
 
     @property
     def total(self) -> Decimal:
@@ -125,7 +138,8 @@ class Cost:
 
     def as_dict(self) -> dict[str, str]:
         return {"currency": "usd", "tokens": str(self.tokens), "compute": str(self.compute),
-                "total": str(self.total), "price_version": self.price_version}
+                "total": str(self.total), "price_version": self.price_version,
+                "tokens_by_kind": {kind: str(part) for kind, part in self.tokens_by_kind.items()}}
 
 
 def money(amount: Decimal) -> Decimal:
@@ -149,10 +163,12 @@ def job_cost(*, method: str, size_class: str, pool: str, trained_tokens: int,
     """
     if not isinstance(device_seconds, Decimal):
         raise TypeError("device_seconds must be a Decimal")
-    unrounded = sum((Decimal(count) * rates.token_rate(kind, method, size_class)
-                     for kind, count in (("trained_tokens", trained_tokens),
-                                         ("rollout_tokens", rollout_tokens),
-                                         ("eval_tokens", eval_tokens))), Decimal(0))
-    tokens = money(unrounded / TOKENS_PER_UNIT)
+    parts = {kind: Decimal(count) * rates.token_rate(kind, method, size_class)
+             / TOKENS_PER_UNIT
+             for kind, count in (("trained_tokens", trained_tokens),
+                                 ("rollout_tokens", rollout_tokens),
+                                 ("eval_tokens", eval_tokens))}
+    tokens = money(sum(parts.values(), Decimal(0)))
     compute = money(device_seconds * rates.gpu_hour_rate(pool) / SECONDS_PER_HOUR)
-    return Cost(tokens=tokens, compute=compute, price_version=rates.version)
+    return Cost(tokens=tokens, compute=compute, price_version=rates.version,
+                tokens_by_kind={kind: money(part) for kind, part in parts.items()})

@@ -1,8 +1,11 @@
 """What a job would cost on a pool: the estimate's arithmetic, from exact token counts.
 
-Time on a pool is ``startup_seconds + tokens / (throughput per GPU x GPUs)``; GPU-seconds are
-GPUs x that time, exactly what the bill meters (GPUs allocated x wall-clock of the attempt).
-Dollars come from ``prices.job_cost`` with the same price book the job will be billed with.
+Time on a pool is ``startup_seconds + tokens / (throughput per GPU x GPUs) + eval tokens /
+eval throughput`` (evals run on one device while the others wait); GPU-seconds are GPUs x that
+time, exactly what the bill meters (GPUs allocated x wall-clock of the attempt). Dollars come
+from ``prices.job_cost`` with the same price book the job will be billed with, eval tokens at
+their upper bound (``workers.trainer.eval_plan``), so the quote does not undershoot the bill's
+eval tokens.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from decimal import Decimal
 
 from posttrain_server.billing.prices import Cost, PriceRates, job_cost
 from posttrain_server.pools.models import Pool
+from workers.trainer.eval_plan import EvalTokensEstimate, EvalWorkload
 
 SECONDS_QUANTUM = Decimal("0.001")
 
@@ -26,34 +30,48 @@ class PoolQuote:
     gpu_seconds: Decimal
     cost: Cost
     workers_online: int
+    eval: EvalTokensEstimate | None = None
 
     @property
     def gpu_hours(self) -> Decimal:
         return (self.gpu_seconds / Decimal(3600)).quantize(Decimal("0.000001"))
 
     def as_dict(self) -> dict:
+        evals = self.eval or EvalTokensEstimate(read=0, maximum=0, segments=[])
         return {"pool": self.pool, "accelerator": self.accelerator, "gpus": self.gpus,
-                "trained_tokens": self.tokens, "wall_seconds": str(self.wall_seconds),
+                "trained_tokens": self.tokens, "eval_tokens": evals.maximum,
+                "eval_tokens_read": evals.read, "wall_seconds": str(self.wall_seconds),
                 "gpu_hours": str(self.gpu_hours),
                 "workers_online": self.workers_online,
                 "cost": self.cost.as_dict()}
 
 
 def pool_quote(*, pool: Pool, method: str, size_class: str, tokens: int, rates: PriceRates,
-               workers_online: int = 0) -> PoolQuote:
+               workers_online: int = 0, evals: EvalWorkload | None = None,
+               devices: int | None = None, eval_tokens: int | None = None) -> PoolQuote:
+    """One pool's quote. ``evals``: the job's eval workload (an estimate before the run);
+    ``eval_tokens``: a finished job's metered eval tokens instead. ``devices``: the job's
+    own device count, when it asked for one (it sets the checkpoint schedule)."""
     gpus = pool.gpus_for(size_class)
+    estimate = (evals.estimate(devices or gpus) if evals is not None
+                else EvalTokensEstimate(read=int(eval_tokens or 0),
+                                        maximum=int(eval_tokens or 0), segments=[]))
+    scored = estimate.maximum
     training = Decimal(tokens) / (Decimal(str(pool.throughput_for(size_class))) * gpus)
-    wall = (Decimal(pool.startup_seconds) + training).quantize(SECONDS_QUANTUM)
+    evaluating = Decimal(scored) / Decimal(str(pool.eval_throughput_for(size_class)))
+    wall = (Decimal(pool.startup_seconds) + training + evaluating).quantize(SECONDS_QUANTUM)
     gpu_seconds = wall * gpus
     cost = job_cost(method=method, size_class=size_class, pool=pool.name,
-                    trained_tokens=tokens, device_seconds=gpu_seconds, rates=rates)
+                    trained_tokens=tokens, device_seconds=gpu_seconds, eval_tokens=scored,
+                    rates=rates)
     return PoolQuote(pool=pool.name, accelerator=pool.accelerator, gpus=gpus, tokens=tokens,
                      wall_seconds=wall, gpu_seconds=gpu_seconds, cost=cost,
-                     workers_online=workers_online)
+                     workers_online=workers_online, eval=estimate)
 
 
 def pools_quote(*, method: str, size_class: str, tokens: int, rates: PriceRates,
-                enabled_only: bool = True) -> list[PoolQuote]:
+                enabled_only: bool = True, evals: EvalWorkload | None = None,
+                devices: int | None = None) -> list[PoolQuote]:
     """Quotes on every (enabled) pool, cheapest first; a pool the price book does not price
     is left out (it cannot be billed)."""
     from django.db.models import Count
@@ -62,7 +80,8 @@ def pools_quote(*, method: str, size_class: str, tokens: int, rates: PriceRates,
 
     online = dict(workers_online().values_list("pool").annotate(n=Count("name")))
     quotes = [pool_quote(pool=pool, method=method, size_class=size_class, tokens=tokens,
-                         rates=rates, workers_online=online.get(pool.name, 0))
+                         rates=rates, workers_online=online.get(pool.name, 0), evals=evals,
+                         devices=devices)
               for pool in pool_list(enabled_only=enabled_only)
               if pool.name in rates.gpu_hour_rates]
     return sorted(quotes, key=lambda quote: (quote.cost.total, quote.pool))

@@ -70,4 +70,6 @@ def budget_spec(*, job) -> contract.BudgetSpec | None:
         max_cost=str(job.max_cost), spent_before=str(job_usage_cost(job=job).total),
         token_rate_per_million=str(rates.token_rate("trained_tokens", job.method["type"],
                                                     job.size_class)),
-        gpu_hour_rate=str(rates.gpu_hour_rate(job.pool)), gpus=job.training.get("gpus", 1))
+        gpu_hour_rate=str(rates.gpu_hour_rate(job.pool)), gpus=job.training.get("gpus", 1),
+        eval_token_rate_per_million=str(rates.token_rate("eval_tokens", job.method["type"],
+                                                         job.size_class)))

@@ -22,6 +22,7 @@ from posttrain_server.files.models import File
 from workers import env
 from workers.contract import ModelRef
 from workers.storage import default_storage
+from workers.trainer import eval_plan
 from workers.trainer.holdout import split_eval
 
 _build_lock = threading.Lock()
@@ -101,24 +102,49 @@ def _row_tokens(tokenizer: Any, row: dict[str, Any]) -> int:
     return _length(tokenizer, row["messages"], prompt=True)
 
 
-def _count_rows(file: File, folder: Path) -> list[int]:
+def _eval_row_tokens(tokenizer: Any, row: dict[str, Any]) -> list[int]:
+    """What scoring one held-out row reads: [scored sequences' tokens (a log-probability
+    eval), prompt tokens (a generation eval), 1 if it carries a reference answer else 0].
+
+    chat: the conversation, the prompt before the last (assistant) turn, 1. preference: prompt
+    + preferred and prompt + non-preferred, the prompt, whether ``reference_answer`` is a
+    string. reinforcement: 0, the prompt, 0.
+    """
+    if "messages" in row and row["messages"][-1]["role"] == "assistant":
+        return [_length(tokenizer, row["messages"]),
+                _length(tokenizer, row["messages"][:-1], prompt=True), 1]
+    if "preferred_output" in row:
+        return [_row_tokens(tokenizer, row), _length(tokenizer, row["input"]["messages"],
+                                                     prompt=True),
+                int(isinstance(row.get("reference_answer"), str))]
+    return [0, _length(tokenizer, row["messages"], prompt=True), 0]
+
+
+def _count_rows(file: File, folder: Path, count: Any = _row_tokens) -> list[Any]:
     tokenizer = _tokenizer(str(folder))
-    lengths: list[int] = []
+    lengths: list[Any] = []
     with default_storage().open(file.storage_key) as stream:
         for raw in stream:
             if raw.strip():
-                lengths.append(_row_tokens(tokenizer, json.loads(raw)))
+                lengths.append(count(tokenizer, json.loads(raw)))
     return lengths
 
 
-def row_lengths(*, file: File, ref: ModelRef) -> list[int]:
-    """Tokens per row of ``file`` under ``ref``'s tokenizer; computed once, then cached."""
+def row_lengths(*, file: File, ref: ModelRef, purpose: str = "train") -> list[Any]:
+    """Tokens per row of ``file`` under ``ref``'s tokenizer; computed once, then cached.
+
+    ``purpose`` "train": what each row costs to train on (an int); "eval": what scoring it
+    reads (``_eval_row_tokens``), cached under the tokenizer's identity + ``|eval``.
+    """
     identity = tokenizer_identity(ref)
+    if purpose == "eval":
+        identity = f"{identity[:290]}|eval"
     cached = TokenCount.objects.filter(file=file, tokenizer=identity).first()
     if cached is not None:
         return cached.lengths
     try:
-        lengths = _count_rows(file, tokenizer_folder(ref))
+        lengths = _count_rows(file, tokenizer_folder(ref),
+                              _eval_row_tokens if purpose == "eval" else _row_tokens)
     except (OSError, ValueError, KeyError) as exc:  # no tokenizer there, or no chat template
         raise ApiError(f"Cannot count the tokens of {file.id} with this model's tokenizer: "
                        f"{type(exc).__name__}: {exc}"[:500], param="model",
@@ -138,3 +164,34 @@ def trained_tokens(*, file: File, ref: ModelRef, n_epochs: int, max_seq_length: 
     validation = [0] if has_validation_file else []  # only its presence matters for the split
     kept, _ = split_eval(list(range(len(lengths))), validation, eval_samples, seed)
     return n_epochs * sum(min(lengths[i], max_seq_length) for i in kept)
+
+
+def eval_workload(*, method: str, file: File, validation_file: File | None, ref: ModelRef,
+                  eval_samples: int, seed: int, per_step: int, epochs: int,
+                  max_new_tokens: int, checkpoint_every_steps: int = 0
+                  ) -> eval_plan.EvalWorkload:
+    """What the job's evals will read and generate (``eval_plan``'s rule), row by row.
+
+    The held-out rows are the trainer's (``split_eval``, same seed, same order); each row
+    costs, by method: supervised, its prompt + one greedy answer; dpo, both scored sequences
+    (+ its prompt and one greedy answer when every held-out pair has a reference answer);
+    reinforcement, its prompt + one greedy answer.
+    """
+    train = row_lengths(file=file, ref=ref)
+    scored = eval_samples > 0  # no eval: nothing to count beyond the training rows
+    validation = (row_lengths(file=validation_file, ref=ref, purpose="eval")
+                  if validation_file is not None and scored else [])
+    kept, held_out = split_eval(list(range(len(train))), list(range(len(validation))),
+                                eval_samples, seed)
+    source = (validation if validation_file is not None or not scored
+              else row_lengths(file=file, ref=ref, purpose="eval"))
+    info = [source[i] for i in held_out]
+    if method == "dpo":
+        answers = bool(info) and all(has_reference for _, _, has_reference in info)
+        rows = [(sequences + (prompt if answers else 0), int(answers))
+                for sequences, prompt, _ in info]
+    else:
+        rows = [(prompt, 1) for _, prompt, _ in info]
+    return eval_plan.EvalWorkload(rows=tuple(rows), train_rows=len(kept), per_step=per_step,
+                                  epochs=epochs, max_new_tokens=max_new_tokens,
+                                  checkpoint_every_steps=checkpoint_every_steps)

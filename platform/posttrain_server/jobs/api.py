@@ -53,9 +53,10 @@ JobSerializer = inline_serializer(name="FineTuningJob", fields={
     "progress": serializers.JSONField(allow_null=True,
                                       help_text="Posttrain extension: last metrics"),
     "usage": serializers.JSONField(help_text="Posttrain extension: trained_tokens, "
-                                   "device_seconds, devices"),
+                                   "device_seconds, rollout_tokens, eval_tokens, devices"),
     "cost": serializers.JSONField(help_text="Posttrain extension: tokens, compute, total "
-                                  "(USD, decimal strings), price_version"),
+                                  "(USD, decimal strings), price_version, tokens_by_kind "
+                                  "(the tokens line by usage kind)"),
     "eval": serializers.JSONField(allow_null=True, help_text="Posttrain extension: metric, "
                                   "before, after, gain, gain_per_dollar"),
     "quoted_cost": serializers.CharField(help_text="Posttrain extension: the estimate at "
@@ -74,13 +75,23 @@ EstimateSerializer = inline_serializer(name="FineTuningJobEstimate", fields={
                                      "so the trained tokens, depend on it"),
     "n_epochs": serializers.IntegerField(),
     "trained_tokens": serializers.IntegerField(help_text="Exact, with the model's tokenizer"),
+    "eval_tokens": serializers.IntegerField(
+        help_text="At most this many eval tokens (before, each checkpoint, after): what the "
+        "evals read plus every greedy answer at its full budget; priced and timed"),
+    "eval_tokens_read": serializers.IntegerField(
+        help_text="Exact: the eval tokens known before the run (prompts, scored sequences); "
+        "the bill's eval tokens lie between this and eval_tokens"),
+    "eval_segments": serializers.ListField(
+        child=serializers.CharField(), help_text="The evals a full run does: before, "
+        "step-<N> per checkpoint (first 64 held-out rows), after"),
     "price_version": serializers.CharField(),
     "pool": serializers.CharField(allow_null=True, help_text="The pool create would use"),
     "monthly_budget": serializers.CharField(allow_null=True),
     "month_spend": serializers.CharField(allow_null=True),
     "pools": serializers.ListField(child=serializers.JSONField(), help_text="Per enabled pool: "
-                                   "gpus, trained_tokens, wall_seconds, gpu_hours, cost "
-                                   "(tokens, compute, total), workers_online, within_budget"),
+                                   "gpus, trained_tokens, eval_tokens, eval_tokens_read, "
+                                   "wall_seconds, gpu_hours, cost (tokens, compute, total, "
+                                   "tokens_by_kind), workers_online, within_budget"),
 })
 EventSerializer = inline_serializer(name="FineTuningJobEvent", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),

@@ -5,6 +5,11 @@ does (same checks, same hyperparameters, same held-out split for a given seed), 
 trained tokens exactly with the base model's tokenizer, and prices them with the current
 price book. Without a seed the estimate draws one and returns it: the held-out slice depends
 on the seed, so passing that seed to create makes the bill's tokens equal the estimate's.
+
+Eval tokens (``workers.trainer.eval_plan``): what the evals read (prompts, scored sequences)
+is known before the run and returned exactly as ``eval_tokens_read``; what they generate
+depends on the model's answers, so ``eval_tokens`` (priced, and timed) bounds it by the
+answer budget. The bill's eval tokens lie between the two.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ def job_estimate(*, organization: Organization, data: dict[str, Any]) -> dict[st
     rates = price_rates_current()
     resolved = request["resolved"]
     quotes = pools_quote(method=request["method_type"], size_class=resolved.size_class,
-                         tokens=request["trained_tokens"], rates=rates)
+                         tokens=request["trained_tokens"], rates=rates,
+                         evals=request["evals"], devices=data.get("devices"))
     chosen = None
     if data.get("pool"):
         chosen = pool_choose(requested=data["pool"], quotes=quotes).quote.pool
@@ -45,12 +51,15 @@ def job_estimate(*, organization: Organization, data: dict[str, Any]) -> dict[st
         entry["within_budget"] = (budget is None
                                   or spent + quote.cost.total <= budget)  # type: ignore[operator]
         pools.append(entry)
+    evals = (next((q.eval for q in quotes if q.pool == chosen), None)
+             or request["evals"].estimate(data.get("devices") or 1))
     return {
         "object": "fine_tuning.job.estimate",
         "model": data["model"], "method": request["method_type"],
         "size_class": resolved.size_class, "seed": request["seed"],
         "n_epochs": request["hyper"]["n_epochs"],
         "trained_tokens": request["trained_tokens"],
+        **evals.as_dict(),
         "price_version": rates.version,
         "pool": chosen,
         "monthly_budget": str(budget) if budget is not None else None,
@@ -65,7 +74,7 @@ def job_alternatives(*, job: FineTuningJob) -> list[dict[str, Any]]:
     rates = price_rates_for(version=job.price_version)
     tokens = int(job.trained_tokens or 0)
     return [pool_quote(pool=pool, method=job.method_type, size_class=job.size_class,
-                       tokens=tokens, rates=rates).as_dict()
+                       tokens=tokens, rates=rates, eval_tokens=job.eval_tokens).as_dict()
             for pool in pool_list(enabled_only=True)
             if pool.name != job.pool and pool.name in rates.gpu_hour_rates]
 

@@ -51,8 +51,16 @@ class FineTuningJob(models.Model):
     trained_tokens = models.BigIntegerField(null=True, blank=True)
     device_seconds = models.DecimalField(max_digits=20, decimal_places=3, default=0)
     rollout_tokens = models.BigIntegerField(default=0)  # reinforcement: prompt + generated
+    # Tokens every eval of every attempt read and generated (``workers.trainer.eval_plan``),
+    # and the wall seconds of evals and of the training loop (inside device_seconds): pool
+    # calibration fits throughputs from them and the start-up from the rest.
+    eval_tokens = models.BigIntegerField(default=0)
+    eval_seconds = models.DecimalField(max_digits=20, decimal_places=3, default=0)
+    train_seconds = models.DecimalField(max_digits=20, decimal_places=3, default=0)
     cost_tokens = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     cost_compute = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    # The tokens line split by usage kind, each part rounded once (``prices.Cost``).
+    cost_tokens_by_kind = models.JSONField(default=dict, blank=True)
     price_version = models.CharField(max_length=40, blank=True, default="")
     # The estimate on the job's pool at create (price book ``price_version``): what monthly
     # budgets count for jobs not finished yet.

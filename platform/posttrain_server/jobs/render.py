@@ -51,6 +51,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
             "trained_tokens": job.trained_tokens or 0,
             "device_seconds": str(job.device_seconds),
             "rollout_tokens": job.rollout_tokens,
+            "eval_tokens": job.eval_tokens,
             "devices": training.get("gpus", 1),
         },
         "cost": {
@@ -58,6 +59,7 @@ def job_object(job: FineTuningJob) -> dict[str, Any]:
             "tokens": str(job.cost_tokens),
             "compute": str(job.cost_compute),
             "total": str(job.cost_tokens + job.cost_compute),
+            "tokens_by_kind": job.cost_tokens_by_kind or None,
             "price_version": job.price_version or None,
         },
         "quoted_cost": str(job.quoted_cost),

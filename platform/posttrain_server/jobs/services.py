@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from posttrain_server.api.errors import ApiError, ConflictError
@@ -50,6 +51,7 @@ from posttrain_server.pools.choice import pool_choose
 from posttrain_server.tenancy.models import Organization
 from workers import contract
 from workers.graders.validation import GraderInvalid, grader_validate
+from workers.trainer import eval_plan
 
 logger = logging.getLogger(__name__)
 
@@ -148,14 +150,24 @@ def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[st
         "base_lora_learning_rate": resolved.lora_learning_rate,
         "base_full_learning_rate": resolved.full_learning_rate,
     }
+    # The rows held out for eval, as the worker will be told (``dispatch.train_message``).
+    eval_samples = (training["eval_samples"] if hyper.get("eval_samples") is None
+                    else hyper["eval_samples"])
     tokens = token_counts.trained_tokens(
         file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
-        max_seq_length=training["max_seq_length"], eval_samples=training["eval_samples"],
+        max_seq_length=training["max_seq_length"], eval_samples=eval_samples,
         has_validation_file=validation_file is not None, seed=seed)
+    evals = token_counts.eval_workload(
+        method=method_type, file=training_file, validation_file=validation_file,
+        ref=resolved.ref, eval_samples=eval_samples, seed=seed,
+        per_step=hyper["batch_size"], epochs=hyper["n_epochs"],
+        max_new_tokens=(hyper["max_completion_length"] if method_type == "reinforcement"
+                        else eval_plan.EXACT_MATCH_MAX_NEW_TOKENS),
+        checkpoint_every_steps=training.get("checkpoint_every_steps", 0))
     return {"method_type": method["type"], "training_file": training_file,
             "validation_file": validation_file, "resolved": resolved, "hyper": hyper,
             "seed": seed, "training": training, "trained_tokens": tokens,
-            "stored_method": stored_method}
+            "evals": evals, "stored_method": stored_method}
 
 
 def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
@@ -169,10 +181,14 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
     rates = price_rates_current()
     choice = pool_choose(requested=data.get("pool") or settings.DEFAULT_POOL,
                          quotes=pools_quote(method=method_type, size_class=resolved.size_class,
-                                            tokens=request["trained_tokens"], rates=rates))
+                                            tokens=request["trained_tokens"], rates=rates,
+                                            evals=request["evals"],
+                                            devices=data.get("devices")))
     quote = choice.quote
     # Devices: what the job asked for ("devices"), else what the pool gives this model size.
-    training = {**request["training"], "gpus": data.get("devices") or quote.gpus}
+    # Also the quote's eval-token bound: calibration times evals in the estimate's own units.
+    training = {**request["training"], "gpus": data.get("devices") or quote.gpus,
+                "quoted_eval_tokens": quote.eval.maximum if quote.eval else 0}
     token, token_hash = dispatch.new_attempt_token()
     with transaction.atomic():
         quota_check(organization=organization, quoted_cost=quote.cost.total)
@@ -192,7 +208,9 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         event_platform(job, f"Created fine-tuning job: {job.id}")
         event_platform(job, f"Job queued on pool '{quote.pool}' ({quote.accelerator}, "
                        f"{quote.gpus} GPU{'s' if quote.gpus != 1 else ''}): estimated "
-                       f"{quote.tokens:,} trained tokens, ${quote.cost.total} "
+                       f"{quote.tokens:,} trained tokens, at most "
+                       f"{quote.eval.maximum if quote.eval else 0:,} eval tokens, "
+                       f"${quote.cost.total} "
                        f"(price book {rates.version})",
                        data={"estimate": quote.as_dict(), "requested_pool": choice.requested})
         if quote.workers_online == 0:
@@ -336,6 +354,12 @@ def _apply_checkpoint(job: FineTuningJob, attempt: Attempt, data: contract.Check
         defaults={"attempt": attempt.number, "storage_key": data.key,
                   "trained_tokens": data.trained_tokens, "metrics": data.metrics},
     )
+    if data.eval_tokens and attempt.status == AttemptStatus.RUNNING:
+        # Metered on arrival, so a checkpoint's eval is billed even if the attempt is lost
+        # later; the finished event repeats it under the same key (a no-op).
+        usage_record(job=job, attempt=attempt.number, kind=UsageKind.EVAL_TOKENS,
+                     quantity=Decimal(data.eval_tokens),
+                     segment=eval_plan.checkpoint_segment(data.step))
 
 
 def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
@@ -357,8 +381,7 @@ def attempt_finish(*, job: FineTuningJob, attempt: Attempt,
             event_platform(job, f"Ignored the result of attempt {attempt.number}: it no "
                            "longer holds the job's lease", level="warn")
             return False
-        _record_attempt_usage(job, attempt.number, result.trained_tokens,
-                              Decimal(str(result.device_seconds)), result.rollout_tokens)
+        _record_attempt_usage(job, attempt.number, result)
         if result.grader_errors:
             event_platform(job, f"{result.grader_errors} grader results were errors (NaN, "
                            "infinite, not a number or a sandbox failure) and scored 0",
@@ -406,8 +429,7 @@ def _attempt_paused(*, job: FineTuningJob, attempt: Attempt,
             event_platform(job, f"Ignored the result of attempt {attempt.number}: it no "
                            "longer holds the job's lease", level="warn")
             return False
-        _record_attempt_usage(job, attempt.number, result.trained_tokens,
-                              Decimal(str(result.device_seconds)))
+        _record_attempt_usage(job, attempt.number, result)
         job.refresh_from_db()
         tokens = attempt.resume_trained_tokens + result.trained_tokens
         if job.cancel_requested_at is not None:
@@ -432,8 +454,24 @@ def _attempt_paused(*, job: FineTuningJob, attempt: Attempt,
     return True
 
 
-def _record_attempt_usage(job: FineTuningJob, attempt: int, tokens: int,
-                          device_seconds: Decimal, rollout_tokens: int = 0) -> None:
+def _record_attempt_usage(job: FineTuningJob, attempt: int, result: contract.FinishedData
+                          ) -> None:
+    """An attempt's usage rows: trained and rollout tokens, one eval-tokens row per eval
+    segment (before, each scored checkpoint, after), and its GPU-seconds."""
+    _record_usage(job, attempt, result.trained_tokens, Decimal(str(result.device_seconds)),
+                  result.rollout_tokens)
+    for segment, tokens in sorted(result.eval_tokens.items()):
+        if tokens:
+            usage_record(job=job, attempt=attempt, kind=UsageKind.EVAL_TOKENS,
+                         quantity=Decimal(tokens), segment=segment)
+    if result.eval_seconds or result.train_seconds:
+        FineTuningJob.objects.filter(id=job.id).update(
+            eval_seconds=F("eval_seconds") + Decimal(str(result.eval_seconds)),
+            train_seconds=F("train_seconds") + Decimal(str(result.train_seconds)))
+
+
+def _record_usage(job: FineTuningJob, attempt: int, tokens: int, device_seconds: Decimal,
+                  rollout_tokens: int = 0) -> None:
     usage_record(job=job, attempt=attempt, kind=UsageKind.TRAINED_TOKENS,
                  quantity=Decimal(tokens))
     if rollout_tokens:
@@ -459,10 +497,10 @@ def _write_bill(job: FineTuningJob) -> None:
     tokens = int(totals[UsageKind.TRAINED_TOKENS])
     device_seconds = totals[UsageKind.DEVICE_SECONDS]
     rollout_tokens = int(totals[UsageKind.ROLLOUT_TOKENS])
+    eval_tokens = int(totals[UsageKind.EVAL_TOKENS])
     cost = prices.job_cost(method=job.method_type, size_class=job.size_class, pool=job.pool,
                            trained_tokens=tokens, device_seconds=device_seconds,
-                           rollout_tokens=rollout_tokens,
-                           eval_tokens=int(totals[UsageKind.EVAL_TOKENS]),
+                           rollout_tokens=rollout_tokens, eval_tokens=eval_tokens,
                            rates=price_rates_for(version=job.price_version))
     evaluation = job.eval
     if evaluation and evaluation.get("before") is not None and evaluation.get("after") is not None:
@@ -471,8 +509,10 @@ def _write_bill(job: FineTuningJob) -> None:
                       "gain_per_dollar": (float(Decimal(str(gain)) / cost.total)
                                           if cost.total > 0 else None)}
     FineTuningJob.objects.filter(id=job.id).update(
-        device_seconds=device_seconds, rollout_tokens=rollout_tokens, cost_tokens=cost.tokens,
-        cost_compute=cost.compute, price_version=cost.price_version, eval=evaluation,
+        device_seconds=device_seconds, rollout_tokens=rollout_tokens, eval_tokens=eval_tokens,
+        cost_tokens=cost.tokens, cost_compute=cost.compute, price_version=cost.price_version,
+        cost_tokens_by_kind={kind: str(part) for kind, part in cost.tokens_by_kind.items()},
+        eval=evaluation,
     )
 
 
@@ -537,7 +577,7 @@ def _recover_lost_attempt(attempt: Attempt, now: Any) -> bool:
             return False  # another reaper, or the worker's result, got there first
         seconds = Decimal(str(max(0.0, (attempt.heartbeat_at - attempt.claimed_at)
                                   .total_seconds()))) * job.training.get("gpus", 1)
-        _record_attempt_usage(job, attempt.number, attempt.reported_tokens, seconds)
+        _record_usage(job, attempt.number, attempt.reported_tokens, seconds)
         job.refresh_from_db()
         lost = job.attempts.filter(status=AttemptStatus.LOST).count()
         if job.status == JobStatus.PAUSING:  # asked to pause: the lost attempt's checkpoint

@@ -12,8 +12,9 @@ class Pool(models.Model):
 
     ``gpus_per_job`` and ``throughput`` (training tokens per second per GPU) are keyed by
     model size class; estimates use them, the dispatcher allocates ``gpus_per_job``.
-    ``startup_seconds`` is the fixed per-attempt overhead (model load, evals, upload) an
-    estimate adds to the training time. Prices per GPU-hour live in the price book.
+    ``eval_throughput`` (eval tokens per second, on the one device that scores) prices the
+    time of the job's evals; ``startup_seconds`` is the fixed per-attempt overhead (model
+    load, saves, upload) an estimate adds. Prices per GPU-hour live in the price book.
     """
 
     name = models.SlugField(max_length=40, primary_key=True)
@@ -21,6 +22,9 @@ class Pool(models.Model):
     enabled = models.BooleanField(default=True)
     gpus_per_job = models.JSONField(help_text='GPUs per job by size class, e.g. {"large": 8}')
     throughput = models.JSONField(help_text="Training tokens/s per GPU by size class")
+    eval_throughput = models.JSONField(
+        default=dict, blank=True,
+        help_text="Eval tokens/s (one device) by size class; unset: the training throughput")
     startup_seconds = models.DecimalField(max_digits=12, decimal_places=3, default=0)
 
     class Meta:
@@ -38,6 +42,10 @@ class Pool(models.Model):
 
     def throughput_for(self, size_class: str) -> float:
         return float(self.throughput.get(size_class) or self.throughput.get("small") or 1)
+
+    def eval_throughput_for(self, size_class: str) -> float:
+        return float((self.eval_throughput or {}).get(size_class)
+                     or self.throughput_for(size_class))
 
 
 class TrainingWorker(models.Model):

@@ -28,11 +28,12 @@ def pools_seed_defaults() -> list[str]:
     The data migration seeds them on a new database; ``manage.py seed_pools`` (and tests that
     flush the database) call this to put back any that are missing. Returns the names created.
     """
-    from posttrain_server.billing.prices import DEFAULT_POOLS
+    from posttrain_server.billing.prices import DEFAULT_EVAL_THROUGHPUT, DEFAULT_POOLS
     from posttrain_server.pools.models import Pool
 
     created = []
     for name, fields in DEFAULT_POOLS.items():
-        if Pool.objects.get_or_create(name=name, defaults=fields)[1]:
+        defaults = {**fields, "eval_throughput": DEFAULT_EVAL_THROUGHPUT.get(name, {})}
+        if Pool.objects.get_or_create(name=name, defaults=defaults)[1]:
             created.append(name)
     return created

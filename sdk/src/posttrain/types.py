@@ -83,6 +83,8 @@ class FileDeleted(PosttrainModel):
 
 class JobUsage(PosttrainModel):
     trained_tokens: int = 0
+    rollout_tokens: int = 0
+    eval_tokens: int = 0
     device_seconds: Decimal = Decimal(0)
     devices: int = 1
 
@@ -95,6 +97,8 @@ class JobCost(PosttrainModel):
     compute: Decimal = Decimal(0)
     total: Decimal = Decimal(0)
     price_version: str | None = None
+    # The tokens line by usage kind (trained, rollout, eval), each part rounded on its own.
+    tokens_by_kind: dict[str, Decimal] | None = None
 
 
 class JobEval(PosttrainModel):
@@ -131,6 +135,8 @@ class PoolQuote(PosttrainModel):
     accelerator: str | None = None
     gpus: int | None = None
     trained_tokens: int | None = None
+    eval_tokens: int | None = None
+    eval_tokens_read: int | None = None
     wall_seconds: Decimal | None = None
     gpu_hours: Decimal | None = None
     workers_online: int | None = None
@@ -139,7 +145,8 @@ class PoolQuote(PosttrainModel):
 
 
 class JobEstimate(PosttrainModel):
-    """``jobs.estimate``: exact trained tokens, and a quote on every enabled pool."""
+    """``jobs.estimate``: exact trained tokens, eval tokens (``eval_tokens_read`` exact, the
+    answers bounded: ``eval_tokens`` is an upper bound), and a quote on every enabled pool."""
 
     object: str = "fine_tuning.job.estimate"
     model: str
@@ -148,6 +155,9 @@ class JobEstimate(PosttrainModel):
     seed: int | None = None
     n_epochs: int | None = None
     trained_tokens: int | None = None
+    eval_tokens: int | None = None
+    eval_tokens_read: int | None = None
+    eval_segments: list[str] = []
     price_version: str | None = None
     pool: str | None = None
     monthly_budget: Decimal | None = None

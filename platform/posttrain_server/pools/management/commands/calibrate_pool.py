@@ -26,4 +26,7 @@ class Command(BaseCommand):
             f"pool {result.pool} ({result.size_class}, {result.jobs} jobs): throughput "
             f"{result.previous_throughput:g} -> {result.throughput:g} tokens/s per GPU, "
             f"startup {result.previous_startup_seconds:g} -> {result.startup_seconds:g} s"
+            + (f", eval throughput {result.previous_eval_throughput or 'unset'} -> "
+               f"{result.eval_throughput:g} tokens/s" if result.eval_throughput else "")
+            + f" (from {result.method.replace('_', ' ')})"
             + (" (not saved)" if options["dry_run"] else ""))
