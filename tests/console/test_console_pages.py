@@ -233,7 +233,8 @@ def test_a_finished_job_page_shows_charts_eval_cost_and_other_pools(carol, valid
     FineTuningJob.objects.filter(id=job.id).update(
         status="succeeded", finished_at=timezone.now(), trained_tokens=1000,
         cost_tokens=Decimal("0.010000"), cost_compute=Decimal("0.002000"),
-        device_seconds=Decimal("36.000"), price_version="2026-11-01",
+        device_seconds=Decimal("36.000"), price_version="2026-11-01", eval_tokens=321,
+        cost_tokens_by_kind={"trained_tokens": "0.010000", "eval_tokens": "0.000000"},
         eval={"metric": "exact_match", "before": 0.1, "after": 0.6, "gain": 0.5,
               "gain_per_dollar": 41.67})
     response = carol.client.get(f"/jobs/{job.id}")
@@ -242,6 +243,7 @@ def test_a_finished_job_page_shows_charts_eval_cost_and_other_pools(carol, valid
     for caption in ("Loss", "Accuracy", "Learning rate"):
         assert f"<figcaption>{caption}</figcaption>" in html
     assert "$0.012" in html and "0.010000" in html and "0.010000 GPU-h" in html
+    assert "321 eval" in html and "eval_tokens $0.000000" in html
     assert "On the other pools" in html and ">rubin<" in html
     assert "ckpt-step-3" in html
     dashboard = carol.client.get("/").content.decode()
