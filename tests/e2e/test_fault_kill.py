@@ -24,7 +24,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("run", [1, 2, 3])
+# Issue 8 asks CI for three runs (~4 min each on 2 cores); fewer where time is short.
+RUNS = int(os.environ.get("POSTTRAIN_FAULT_RUNS", "3"))
+
+
+@pytest.mark.parametrize("run", range(1, RUNS + 1))
 def test_twenty_kills_at_random_steps_lose_nothing_and_bill_nothing_twice(
         run: int, transactional_db: None, tmp_path: Path) -> None:
     from django.conf import settings
