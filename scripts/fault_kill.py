@@ -80,7 +80,6 @@ class Plan:
 
     job: str
     kills_left: int
-    total_steps: int = 0
     target: int | None = None
     done_attempts: set[int] = field(default_factory=set)
 
@@ -207,8 +206,8 @@ class Chaos:
         return False
 
 
-def drive(args: argparse.Namespace, stack: Stack, client: httpx.Client,
-          sampler: RunnerSampler) -> tuple[list[Kill], dict[str, Plan], str | None, float]:
+def drive(args: argparse.Namespace, stack: Stack,
+          client: httpx.Client) -> tuple[list[Kill], dict[str, Plan], str | None, float]:
     """Create the jobs, then kill their workers at random steps until every job has ended."""
     from posttrain_server.jobs.models import FineTuningJob
 
@@ -423,7 +422,7 @@ def main() -> int:
         client = httpx.Client(base_url=f"{stack.url}/v1", timeout=60,
                               headers={"Authorization": f"Bearer {key}"})
         try:
-            kills, plans, cap_job, wall = drive(args, stack, client, sampler)
+            kills, plans, cap_job, wall = drive(args, stack, client)
         finally:
             sampler.stopped.set()
     checks = verify(kills, plans, cap_job, sampler, args.kills)
