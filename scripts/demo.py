@@ -63,6 +63,14 @@ def create_key() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def create_console_user() -> str:
+    """The demo's console sign-in (user ``demo``); a new password each run, printed once."""
+    out = subprocess.run([sys.executable, str(ROOT / "manage.py"), "create_console_user",
+                          "--org", "demo", "--username", "demo"], check=True,
+                         capture_output=True, text=True, cwd=ROOT)
+    return out.stdout.strip().splitlines()[-1]
+
+
 def show(event: dict[str, Any]) -> None:
     """Print an event; metrics only every ~10% of the run, so the story stays readable."""
     data = event.get("data") or {}
@@ -181,6 +189,7 @@ def main() -> None:
     say(f"toy task: two-digit addition as chat, {DEMO_TRAIN_ROWS} train / "
         f"{DEMO_VALIDATION_ROWS} held-out rows in {data_dir}")
     key = create_key()
+    console_password = create_console_user()
     say("starting web server, platform worker and cpu training worker")
     stack = Stack(port=port, log_dir=env.var_dir() / "logs")
     try:
@@ -188,6 +197,8 @@ def main() -> None:
         client = httpx.Client(base_url=f"{stack.url}/v1", timeout=60,
                               headers={"Authorization": f"Bearer {key}"})
         say(f"API at {stack.url}/v1 (docs {stack.url}/docs); demo API key: {key}")
+        say(f"web console at {stack.url}/ : sign in as 'demo' with password "
+            f"'{console_password}'")
         train = upload(client, train_path)
         valid = upload(client, valid_path)
         for file in (train, valid):
@@ -204,7 +215,8 @@ def main() -> None:
             run_chain(client, stack, job, data_dir)
         if os.environ.get("DEMO_EXIT"):
             return
-        say(f"still serving at {stack.url} (logs in var/logs). Ctrl-C stops every process.")
+        say(f"still serving at {stack.url} (logs in var/logs). Open {stack.url}/ and sign in "
+            f"as 'demo' / '{console_password}'. Ctrl-C stops every process.")
         while all(process.poll() is None for process in stack.processes):
             time.sleep(0.5)
     except KeyboardInterrupt:

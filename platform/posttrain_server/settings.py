@@ -37,10 +37,12 @@ INSTALLED_APPS = [
     "posttrain_server.jobs",
     "posttrain_server.billing",
     "posttrain_server.pools",
+    "posttrain_server.console",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "posttrain_server.console.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "posttrain_server.api.middleware.RequestContextMiddleware",
     "posttrain_server.api.middleware.ApiErrorMiddleware",
@@ -51,6 +53,12 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# The web console signs people in with sessions (the API uses keys); both act for one org.
+LOGIN_URL = "console:login"
+LOGIN_REDIRECT_URL = "console:dashboard"
+SESSION_COOKIE_AGE = env.env_int("POSTTRAIN_SESSION_AGE_S", 12 * 3600, minimum=60)
+SESSION_COOKIE_SAMESITE = "Lax"
 
 ROOT_URLCONF = "posttrain_server.urls"
 WSGI_APPLICATION = "posttrain_server.wsgi.application"

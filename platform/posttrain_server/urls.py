@@ -1,7 +1,8 @@
-"""Routes: the OpenAI-compatible API under /v1, worker endpoints under /internal, docs."""
+"""Routes: the OpenAI-compatible API under /v1, worker endpoints under /internal, docs, and
+the web console at the root."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import (
     SpectacularJSONAPIView,
     SpectacularRedocView,
@@ -50,4 +51,5 @@ urlpatterns = [
     path("readyz", health.readyz),
     path("metrics", metrics.metrics_view),
     path("admin/", admin.site.urls),
+    path("", include("posttrain_server.console.urls")),
 ]

@@ -48,8 +48,10 @@ def chat_tokens(rows: list[dict]) -> list[int]:
 
 
 def test_pools_list_the_seeded_pools_with_prices_workers_and_load(alice, training_file):
-    worker_online("blackwell", job="ftjob-x")
-    alice.client.post("/v1/fine_tuning/jobs", body(training_file, pool="cpu"), format="json")
+    worker_online("blackwell", job="ftjob-x")  # another organization's job
+    own = alice.client.post("/v1/fine_tuning/jobs", body(training_file, pool="cpu"),
+                            format="json").json()["id"]
+    worker_online("rubin", job=own)
 
     pools = {p["id"]: p for p in alice.client.get("/v1/pools").json()["data"]}
 
@@ -59,7 +61,10 @@ def test_pools_list_the_seeded_pools_with_prices_workers_and_load(alice, trainin
     assert pools["blackwell"]["gpus_per_job"]["large"] == 4 * pools["rubin"]["gpus_per_job"][
         "large"]
     assert pools["blackwell"]["workers_online"] == 1
-    assert pools["blackwell"]["workers"][0]["current_job"] == "ftjob-x"
+    # Busy, but whose job it runs is not another organization's business.
+    assert pools["blackwell"]["workers"][0]["current_job"] is None
+    assert pools["blackwell"]["workers"][0]["busy"] is True
+    assert pools["rubin"]["workers"][0]["current_job"] == own
     assert pools["blackwell"]["workers"][0]["devices"] == 8
     assert pools["cpu"]["workers_online"] == 0
     assert pools["cpu"]["jobs"] == {"queued": 1, "running": 0}

@@ -68,12 +68,12 @@ def _type_for(status_code: int) -> str:
     return "invalid_request_error"
 
 
-def _first_validation_error(detail: Any, path: str = "") -> tuple[str | None, str]:
+def first_validation_error(detail: Any, path: str = "") -> tuple[str | None, str]:
     """Flatten DRF's nested error dict to the first (param path, message)."""
     if isinstance(detail, dict):
         for key, value in detail.items():
             sub = key if key == "non_field_errors" else (f"{path}.{key}" if path else str(key))
-            param, message = _first_validation_error(value, sub)
+            param, message = first_validation_error(value, sub)
             return (None if key == "non_field_errors" else param), message
         return (path or None), "invalid request"
     if isinstance(detail, list) and detail:
@@ -81,7 +81,7 @@ def _first_validation_error(detail: Any, path: str = "") -> tuple[str | None, st
             return (path or None), str(detail[0])
         for index, item in enumerate(detail):
             if item:
-                return _first_validation_error(item, f"{path}[{index}]")
+                return first_validation_error(item, f"{path}[{index}]")
     return (path or None), str(detail)
 
 
@@ -114,7 +114,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         headers["Retry-After"] = str(int(exc.wait))
     param = None
     if isinstance(exc, exceptions.ValidationError):
-        param, message = _first_validation_error(exc.detail)
+        param, message = first_validation_error(exc.detail)
         code = "invalid_value"
     else:
         message = str(exc.detail)

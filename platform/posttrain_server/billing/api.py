@@ -16,6 +16,7 @@ from posttrain_server.api.errors import ApiError, NotFoundError
 from posttrain_server.api.schema import errors
 from posttrain_server.billing.invoices import invoice_csv, invoices_generate_all
 from posttrain_server.billing.models import Invoice
+from posttrain_server.billing.render import invoice_object
 from posttrain_server.billing.usage_report import BUCKETS, GROUPS, usage_buckets
 from posttrain_server.tenancy.auth import organization_of
 
@@ -78,20 +79,6 @@ class UsageView(APIView):
         data = usage_buckets(organization=organization_of(request), start=start, end=end,
                              bucket_width=width, group_by=group_by)
         return Response({"object": "page", "data": data})
-
-
-def invoice_object(invoice: Invoice) -> dict:
-    return {
-        "id": invoice.id, "object": "invoice",
-        "period_start": int(invoice.period_start.timestamp()),
-        "period_end": int(invoice.period_end.timestamp()),
-        "status": invoice.status, "currency": "usd", "total": str(invoice.total),
-        "lines": [{"kind": line.kind, "pool": line.pool, "method": line.method,
-                   "size_class": line.size_class, "price_version": line.price_version,
-                   "quantity": str(line.quantity), "unit": line.unit,
-                   "unit_price": str(line.unit_price), "amount": str(line.amount)}
-                  for line in invoice.lines.order_by("id")],
-    }
 
 
 class InvoiceListView(APIView):

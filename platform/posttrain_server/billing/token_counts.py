@@ -25,6 +25,9 @@ from workers.storage import default_storage
 from workers.trainer.holdout import split_eval
 
 _build_lock = threading.Lock()
+# transformers' lazy module is not safe to import from two threads at once (seen under
+# gunicorn threads: the second import got "cannot import name 'AutoTokenizer'").
+_tokenizer_lock = threading.Lock()
 
 
 def tokenizer_folder(ref: ModelRef) -> Path:
@@ -53,8 +56,13 @@ def tokenizer_folder(ref: ModelRef) -> Path:
     return folder
 
 
-@lru_cache(maxsize=8)
 def _tokenizer(folder: str) -> Any:
+    with _tokenizer_lock:
+        return _load_tokenizer(folder)
+
+
+@lru_cache(maxsize=8)
+def _load_tokenizer(folder: str) -> Any:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
@@ -15,9 +15,9 @@ from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
 from posttrain_server.api.schema import errors, list_of, page_parameters
 from posttrain_server.files import selectors, services
+from posttrain_server.files.downloads import storage_download
 from posttrain_server.files.render import file_object
 from posttrain_server.tenancy.auth import organization_of
-from workers.storage import default_storage
 
 FileSerializer = inline_serializer(name="File", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),
@@ -75,21 +75,6 @@ class FileDetailView(APIView):
     def delete(self, request: Request, file_id: str) -> Response:
         file = services.file_delete(organization=organization_of(request), file_id=file_id)
         return Response({"id": file.id, "object": "file", "deleted": True})
-
-
-def storage_download(key: str, filename: str, content_type: str) -> HttpResponse:
-    """Stream an object to the client in constant memory, from a folder or a bucket."""
-    storage = default_storage()
-    path = storage.local_path(key)
-    if path is not None:
-        return FileResponse(path.open("rb"), as_attachment=True, filename=filename,
-                            content_type=content_type)
-    if not storage.exists(key):
-        raise ApiError("The object is missing from storage", status_code=404)
-    response = StreamingHttpResponse(storage.iter_chunks(key), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["Content-Length"] = str(storage.size(key))
-    return response
 
 
 class FileContentView(APIView):

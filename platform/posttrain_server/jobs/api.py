@@ -17,7 +17,7 @@ from posttrain_server.api.errors import NotFoundError
 from posttrain_server.api.idempotency import idempotent
 from posttrain_server.api.pagination import paginate
 from posttrain_server.api.schema import errors, list_of, page_parameters
-from posttrain_server.files.api import storage_download
+from posttrain_server.files.downloads import storage_download
 from posttrain_server.jobs import estimates, pausing, selectors, services
 from posttrain_server.jobs.base_models import BUILTIN_MODELS
 from posttrain_server.jobs.render import checkpoint_object, event_object, job_object

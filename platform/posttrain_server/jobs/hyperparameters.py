@@ -10,6 +10,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# Fixed "auto" values, here once: the resolvers use them and the console shows them.
+DPO_DEFAULTS: dict[str, float] = {"beta": 0.1, "sft_weight": 0.0}
+REINFORCEMENT_DEFAULTS: dict[str, Any] = {"generations_per_prompt": 8, "max_completion_length": 16,
+                                          "temperature": 1.0, "kl_beta": 0.0, "eval_interval": 0}
+# What "auto" means for the values that depend on the data, in words for people.
+AUTO_RULES: dict[str, str] = {
+    "n_epochs": "3 (1 above 50,000 examples)",
+    "batch_size": "0.2% of the examples, between 1 and 64",
+    "learning_rate_multiplier": "1 (times the model's base learning rate)",
+}
+
 
 def resolve_supervised(requested: dict[str, Any], *, example_count: int,
                        base_learning_rate: float) -> dict[str, Any]:
@@ -38,8 +49,9 @@ def resolve_dpo(requested: dict[str, Any], *, example_count: int,
                                   base_learning_rate=base_learning_rate)
     beta = requested.get("beta", "auto")
     sft_weight = requested.get("sft_weight", "auto")
-    resolved["beta"] = 0.1 if beta == "auto" else float(beta)
-    resolved["sft_weight"] = 0.0 if sft_weight == "auto" else float(sft_weight)
+    resolved["beta"] = DPO_DEFAULTS["beta"] if beta == "auto" else float(beta)
+    resolved["sft_weight"] = DPO_DEFAULTS["sft_weight"] if sft_weight == "auto" else float(
+        sft_weight)
     return resolved
 
 
@@ -54,9 +66,7 @@ def resolve_reinforcement(requested: dict[str, Any], *, example_count: int,
     """
     resolved = resolve_supervised(requested, example_count=example_count,
                                   base_learning_rate=base_learning_rate)
-    defaults = {"generations_per_prompt": 8, "max_completion_length": 16,
-                "temperature": 1.0, "kl_beta": 0.0, "eval_interval": 0}
-    for name, default in defaults.items():
+    for name, default in REINFORCEMENT_DEFAULTS.items():
         value = requested.get(name, "auto")
         resolved[name] = default if value == "auto" else type(default)(value)
     samples = requested.get("eval_samples", "auto")

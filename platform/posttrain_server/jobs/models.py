@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.db import models
 
 from posttrain_server.api.ids import new_id
@@ -76,6 +78,10 @@ class FineTuningJob(models.Model):
     @property
     def method_type(self) -> str:
         return self.method["type"]
+
+    @property
+    def cost_total(self) -> Decimal:
+        return self.cost_tokens + self.cost_compute
 
 
 class Attempt(models.Model):

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from posttrain_server.api.schema import errors
-from posttrain_server.billing.selectors import price_rates_current
-from posttrain_server.pools import selectors
+from posttrain_server.pools.render import pool_objects
+from posttrain_server.tenancy.auth import organization_of
 
 PoolSerializer = inline_serializer(name="Pool", fields={
     "id": serializers.CharField(), "object": serializers.CharField(),
@@ -37,25 +37,5 @@ class PoolListView(APIView):
                        "data": serializers.ListField(child=PoolSerializer)}),
                        **errors()})
     def get(self, request: Request) -> Response:
-        rates = price_rates_current()
-        counts = selectors.job_counts_by_pool()
-        workers: dict[str, list[dict]] = {}
-        for worker in selectors.workers_online().order_by("name"):
-            workers.setdefault(worker.pool, []).append({
-                "name": worker.name, "host": worker.host, "devices": worker.devices,
-                "device_kind": worker.device_kind, "current_job": worker.current_job or None,
-                "last_seen_at": int(worker.last_seen_at.timestamp())})
-        data = []
-        for pool in selectors.pool_list():
-            rate = rates.gpu_hour_rates.get(pool.name)
-            data.append({
-                "id": pool.name, "object": "pool", "accelerator": pool.accelerator,
-                "enabled": pool.enabled, "queue": pool.queue,
-                "gpus_per_job": pool.gpus_per_job, "throughput": pool.throughput,
-                "gpu_hour_rate": str(rate) if rate is not None else None,
-                "price_version": rates.version,
-                "workers_online": len(workers.get(pool.name, [])),
-                "workers": workers.get(pool.name, []),
-                "jobs": counts.get(pool.name, {"queued": 0, "running": 0}),
-            })
-        return Response({"object": "list", "data": data})
+        return Response({"object": "list",
+                         "data": pool_objects(organization=organization_of(request))})

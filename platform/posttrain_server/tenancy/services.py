@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -72,3 +73,22 @@ def api_key_authenticate(secret: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
     return api_key
+
+
+@transaction.atomic
+def console_user_set(*, organization: Organization, username: str,
+                     password: str | None = None) -> tuple[Any, str]:
+    """Create or reset a console sign-in for ``organization``; returns (user, password).
+
+    Without a password a random one is made and returned once; only its hash is stored.
+    """
+    from django.contrib.auth import get_user_model
+
+    from posttrain_server.tenancy.models import Membership
+
+    password = password or secrets.token_urlsafe(12)
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    user.set_password(password)
+    user.save()
+    Membership.objects.get_or_create(user=user, organization=organization)
+    return user, password
