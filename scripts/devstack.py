@@ -82,10 +82,13 @@ class Stack:
         self.wait_ready(timeout)
         return self
 
-    def start_training_worker(self) -> None:
-        self._spawn("training-worker", [
+    def start_training_worker(self, name: str = "training-worker") -> None:
+        """One training worker; fault tests run several under distinct names and kill them."""
+        node = f"train-{self.pool}-{self.port}" + ("" if name == "training-worker" else
+                                                   f"-{name}")
+        self._spawn(name, [
             PYTHON, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q",
-            f"train.{self.pool}", "-n", f"train-{self.pool}-{self.port}@%h", "--concurrency",
+            f"train.{self.pool}", "-n", f"{node}@%h", "--concurrency",
             "1", "--prefetch-multiplier", "1", "--loglevel", "INFO"], POSTTRAIN_POOL=self.pool)
 
     def kill(self, name: str) -> None:

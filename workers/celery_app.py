@@ -82,9 +82,29 @@ def train(message: dict) -> None:
             _presence.set_job(None)
 
 
+# Waits 0, 0.5, 1, 1.5, then 2 s: an event rides out ~15 s of broker outage (a restart),
+# well inside the lease (heartbeats wait while an event does).
+EVENT_RETRY_POLICY = {"max_retries": 10, "interval_start": 0, "interval_step": 0.5,
+                      "interval_max": 2}
+
+
 def publish_event(event: contract.JobEvent) -> None:
-    app.send_task(contract.EVENT_TASK, args=[event.model_dump(mode="json")],
-                  queue=contract.PLATFORM_QUEUE)
+    """Send a worker event, retrying through a broker restart.
+
+    If the broker stays away longer, the attempt cannot report anything (not even its end):
+    ``EventsUndeliverable`` stops it without a result, and the reaper resumes the job from its
+    last checkpoint once the lease runs out, rather than failing the job for our outage.
+    """
+    from kombu.exceptions import OperationalError
+
+    from workers.runner import EventsUndeliverable
+
+    try:
+        app.send_task(contract.EVENT_TASK, args=[event.model_dump(mode="json")],
+                      queue=contract.PLATFORM_QUEUE, retry=True,
+                      retry_policy=EVENT_RETRY_POLICY)
+    except OperationalError as exc:
+        raise EventsUndeliverable(str(exc)) from exc
 
 
 def send_presence(beat: contract.WorkerHeartbeat) -> None:

@@ -35,6 +35,10 @@ logger = logging.getLogger("posttrain.worker")
 Publish = Callable[[contract.JobEvent], None]
 
 
+class EventsUndeliverable(Exception):
+    """The broker would not take an event even after retrying (see ``publish_event``)."""
+
+
 class PlatformClient:
     """The worker's only synchronous link to the platform: claim and heartbeat."""
 
@@ -140,6 +144,13 @@ def run_attempt(job: contract.TrainJob, *, publish: Publish,
     try:
         result = _train(job, client, reporter, storage, workdir, interval,
                         started_at=time.time())
+    except EventsUndeliverable:
+        # Nothing can be reported, not even a failure: stop heartbeating and let the reaper
+        # resume the job from its last checkpoint (a lost worker, as far as it can tell).
+        logger.warning("attempt %s of %s stopped: the broker is unreachable", job.attempt,
+                       job.job_id)
+        shutil.rmtree(workdir, ignore_errors=True)
+        return None
     except ModelUnavailable as exc:
         result = {"status": "failed", "error": {"code": "model_unavailable", "message": str(exc),
                                                 "param": "model"}}
@@ -201,69 +212,78 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
             stdout=subprocess.PIPE, stderr=log, text=True, cwd=env.repo_root(),
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
         )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_reader, args=(child.stdout, lines), daemon=True).start()
-    done: dict[str, Any] | None = None
-    last_checkpoint: str | None = None
-    stop_reason: str | None = None
-    next_beat = time.monotonic() + interval
-    while True:
-        try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            line = ...
-        if line is None:
-            break
-        if isinstance(line, dict):
-            kind = line.pop("type", None)
-            if kind == "metrics":
-                text = ", ".join(f"{k}={_fmt(line[k])}" for k in (
-                    "train_loss", "train_mean_token_accuracy", "train_reward_accuracy",
-                    "train_mean_reward") if line.get(k) is not None)
-                reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
-                              f"{text}", line)
-            elif kind == "checkpoint":
-                key = f"jobs/{job.job_id}/attempt-{job.attempt}/step-{line['step']}.tar"
-                storage.upload_dir(key, Path(line["dir"]))
-                last_checkpoint = key
-                data = contract.CheckpointData(step=line["step"], key=key,
-                                               trained_tokens=line["trained_tokens"],
-                                               metrics=line.get("metrics", {}),
-                                               eval_tokens=line.get("eval_tokens", 0))
-                scored = ", ".join(f"{k}={_fmt(v)}" for k, v in data.metrics.items()
-                                   if k.startswith("eval_") and k != "eval_samples")
-                reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}"
-                              + (f" ({scored} on {int(data.metrics['eval_samples'])} held-out "
-                                 "examples)" if scored else ""), data.model_dump())
-            elif kind == "warning":
-                reporter.send("message", line["message"], level="warn")
-            elif kind == "eval":
-                reporter.send("message", f"Eval {line['phase']}: {line['metric']}="
-                              f"{line['score']:.4f} on {line['samples']} held-out examples",
-                              line)
-            elif kind == "done":
-                done = line
-        if stop_reason is None and drain.drain_requested():
-            stop_reason = "preempted"
-            stop_flag.write_text(stop_reason)
-            reporter.send("message", "Stopping at the next step: this worker is draining; "
-                          "the job goes back to the queue after a checkpoint")
-        if time.monotonic() >= next_beat and stop_reason is None:
-            next_beat = time.monotonic() + interval
-            state = client.heartbeat()
-            if state is None:
-                stop_reason = "lease_lost"
-            elif state.get("cancel_requested"):
-                stop_reason = "cancelled"
-            elif state.get("pause_requested"):
-                stop_reason = "paused"
-            if stop_reason:
+    try:
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_reader, args=(child.stdout, lines), daemon=True).start()
+        done: dict[str, Any] | None = None
+        last_checkpoint: str | None = None
+        stop_reason: str | None = None
+        next_beat = time.monotonic() + interval
+        while True:
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                line = ...
+            if line is None:
+                break
+            if isinstance(line, dict):
+                kind = line.pop("type", None)
+                if kind == "metrics":
+                    text = ", ".join(f"{k}={_fmt(line[k])}" for k in (
+                        "train_loss", "train_mean_token_accuracy", "train_reward_accuracy",
+                        "train_mean_reward") if line.get(k) is not None)
+                    reporter.send("metrics", f"Step {line.get('step')}/{line.get('total_steps')}: "
+                                  f"{text}", line)
+                elif kind == "checkpoint":
+                    key = f"jobs/{job.job_id}/attempt-{job.attempt}/step-{line['step']}.tar"
+                    storage.upload_dir(key, Path(line["dir"]))
+                    last_checkpoint = key
+                    data = contract.CheckpointData(step=line["step"], key=key,
+                                                   trained_tokens=line["trained_tokens"],
+                                                   metrics=line.get("metrics", {}),
+                                                   eval_tokens=line.get("eval_tokens", 0))
+                    scored = ", ".join(f"{k}={_fmt(v)}" for k, v in data.metrics.items()
+                                       if k.startswith("eval_") and k != "eval_samples")
+                    reporter.send("checkpoint", f"Checkpoint saved at step {line['step']}"
+                                  + (f" ({scored} on {int(data.metrics['eval_samples'])} "
+                                     "held-out examples)" if scored else ""), data.model_dump())
+                elif kind == "warning":
+                    reporter.send("message", line["message"], level="warn")
+                elif kind == "eval":
+                    reporter.send("message", f"Eval {line['phase']}: {line['metric']}="
+                                  f"{line['score']:.4f} on {line['samples']} held-out examples",
+                                  line)
+                elif kind == "done":
+                    done = line
+            if stop_reason is None and drain.drain_requested():
+                stop_reason = "preempted"
                 stop_flag.write_text(stop_reason)
-                reporter.send("message", "Stopping at the next step: " + {
-                    "cancelled": "cancellation requested",
-                    "paused": "pause requested; the job keeps its checkpoint",
-                    "lease_lost": "this worker lost the job's lease"}[stop_reason])
-    returncode = child.wait()
+                reporter.send("message", "Stopping at the next step: this worker is draining; "
+                              "the job goes back to the queue after a checkpoint")
+            if time.monotonic() >= next_beat and stop_reason is None:
+                next_beat = time.monotonic() + interval
+                state = client.heartbeat()
+                if state is None:
+                    stop_reason = "lease_lost"
+                elif state.get("cancel_requested"):
+                    stop_reason = "cancelled"
+                elif state.get("pause_requested"):
+                    stop_reason = "paused"
+                if stop_reason:
+                    stop_flag.write_text(stop_reason)
+                    reporter.send("message", "Stopping at the next step: " + {
+                        "cancelled": "cancellation requested",
+                        "paused": "pause requested; the job keeps its checkpoint",
+                        "lease_lost": "this worker lost the job's lease"}[stop_reason])
+        returncode = child.wait()
+    except BaseException:
+        # The attempt ends here (a broker that stayed down, a bug): its trainer must not
+        # train on unseen while the reaper hands the job to another worker, which would
+        # make two runners for one job.
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        raise
     if done is None or returncode != 0:
         return {"status": "failed", "last_checkpoint_key": last_checkpoint,
                 "error": {"code": "trainer_crashed", "param": None,
@@ -273,10 +293,10 @@ def _train(job: contract.TrainJob, client: PlatformClient, reporter: Reporter,
               "eval_metric": done.get("eval_metric"), "eval_before": done.get("eval_before"),
               "eval_after": done.get("eval_after"), "eval_more": done.get("eval_more") or {},
               "rollout_tokens": done.get("rollout_tokens", 0),
+              "grader_errors": done.get("grader_errors", 0),
               "eval_tokens": done.get("eval_tokens") or {},
               "eval_seconds": done.get("eval_seconds", 0.0),
               "train_seconds": done.get("train_seconds", 0.0),
-              "grader_errors": done.get("grader_errors", 0),
               "last_checkpoint_key": last_checkpoint}
     if done["stopped"]:
         reason = done.get("stop_reason") or stop_reason or "lease_lost"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,3 +164,49 @@ def toy_data(tmp_path_factory) -> dict[str, Path]:
     write_jsonl(paths["validation"], addition_rows(40, seed=0, split="validation"))
     write_jsonl(paths["big"], addition_rows(3000, seed=0, split="train"))
     return paths
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, so a test may kill and restart its broker without
+    touching the one other tests (or other people on this machine) share."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = _free_port()
+        self.folder = folder
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        # No persistence: a restart loses every message, the worst case for the platform.
+        self.process = subprocess.Popen(  # noqa: S603 - fixed arguments
+            [shutil.which("redis-server") or "redis-server", "--port", str(self.port),
+             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.folder)],
+            stdout=(self.folder / "redis.log").open("ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"redis-server did not listen on {self.port}")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed broker: everything it held in memory is gone."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    yield redis
+    redis.kill()

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -92,6 +93,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body = error_body(exc.message, type_=exc.error_type if exc.status_code < 500 else
                           "server_error", param=exc.param, code=exc.code)
         return Response(body, status=exc.status_code, headers=headers)
+    if isinstance(exc, DataError) and "NUL (0x00)" in str(exc):
+        # PostgreSQL text cannot hold NUL: a NUL in an id, a filter or a body field is the
+        # client's bad input (400), never a server error.
+        from rest_framework.views import set_rollback  # a cycle at import time
+
+        set_rollback()  # the failed statement broke any open transaction
+        return Response(error_body("Strings must not contain NUL (\\u0000) characters",
+                                   code="invalid_value"), status=400)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

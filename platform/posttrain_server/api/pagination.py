@@ -20,7 +20,7 @@ MAX_LIMIT = 100
 
 def parse_limit(request: Request, default: int = DEFAULT_LIMIT) -> int:
     raw = request.query_params.get("limit")
-    if raw is None or raw == "":
+    if raw is None:
         return default
     try:
         limit = int(raw)
@@ -38,7 +38,9 @@ def paginate(request: Request, queryset: QuerySet, render: Callable[[Any], dict[
     direction = "-" if newest_first else ""
     queryset = queryset.order_by(f"{direction}created_at", f"{direction}id")
     if after:
-        anchor = queryset.filter(pk=after).values("created_at").first()
+        # An id never holds NUL, and PostgreSQL cannot even compare text with one.
+        anchor = (None if "\x00" in after else
+                  queryset.filter(pk=after).values("created_at").first())
         if anchor is None:
             raise NotFoundError(f"No object with id {after!r} to page after", param="after")
         op = "lt" if newest_first else "gt"

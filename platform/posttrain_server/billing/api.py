@@ -31,13 +31,19 @@ InvoiceSerializer = inline_serializer(name="Invoice", fields={
                                    "unit_price, amount"),
 })
 
+# What ``datetime.fromtimestamp`` accepts: 1970 up to the end of year 9999.
+TIMESTAMP = {"type": "integer", "minimum": 0, "maximum": 253_402_300_799}
+
 
 def _timestamp(request: Request, name: str, default: datetime) -> datetime:
     raw = request.query_params.get(name)
     if raw is None:
         return default
     try:
-        return datetime.fromtimestamp(int(raw), tz=UTC)
+        value = int(raw)
+        if not TIMESTAMP["minimum"] <= value <= TIMESTAMP["maximum"]:
+            raise ValueError(value)
+        return datetime.fromtimestamp(value, tz=UTC)
     except (ValueError, OverflowError, OSError) as exc:
         raise ApiError(f"{name} must be a Unix timestamp in seconds", param=name) from exc
 
@@ -45,9 +51,9 @@ def _timestamp(request: Request, name: str, default: datetime) -> datetime:
 class UsageView(APIView):
     @extend_schema(operation_id="organization_usage", description="Posttrain extension.",
                    parameters=[
-                       OpenApiParameter("start_time", int, description="Unix seconds "
-                                        "(default: 30 days ago)"),
-                       OpenApiParameter("end_time", int, description="Unix seconds "
+                       OpenApiParameter("start_time", TIMESTAMP, description="Unix "
+                                        "seconds (default: 30 days ago)"),
+                       OpenApiParameter("end_time", TIMESTAMP, description="Unix seconds "
                                         "(default: now)"),
                        OpenApiParameter("bucket_width", str, enum=list(BUCKETS)),
                        OpenApiParameter("group_by", str, many=True, enum=list(GROUPS),
@@ -81,7 +87,8 @@ class InvoiceListView(APIView):
                    "(the current month's is a draft, recomputed on each request).",
                    responses={200: inline_serializer(name="InvoiceList", fields={
                        "object": serializers.CharField(),
-                       "data": serializers.ListField(child=InvoiceSerializer)})})
+                       "data": serializers.ListField(child=InvoiceSerializer)}),
+                       **errors()})
     def get(self, request: Request) -> Response:
         invoices = invoices_generate_all(organization=organization_of(request))
         return Response({"object": "list", "data": [invoice_object(i) for i in invoices]})

@@ -39,7 +39,7 @@ UploadSerializer = inline_serializer(name="FileUpload", fields={
 class FileListView(APIView):
     parser_classes = [MultiPartParser]
     @extend_schema(operation_id="files_list", responses={200: list_of("FileList", FileSerializer),
-                                                         **errors(400)},
+                                                         **errors(400, 404)},
                    parameters=[*page_parameters(), OpenApiParameter("purpose", str)])
     def get(self, request: Request) -> Response:
         files = selectors.file_list(organization=organization_of(request),

@@ -119,11 +119,14 @@ class JobListView(APIView):
                    parameters=[*PAGE, OpenApiParameter(
                        "metadata", OpenApiTypes.OBJECT, style="deepObject",
                        description="Filter: metadata[key]=value")],
-                   responses={200: list_of("FineTuningJobList", JobSerializer), **errors(400)})
+                   responses={200: list_of("FineTuningJobList", JobSerializer),
+                              **errors(400, 404)})
     def get(self, request: Request) -> Response:
         metadata = {m.group(1): value for key, value in request.query_params.items()
                     if (m := _METADATA_PARAM.match(key))}
         jobs = selectors.job_list(organization=organization_of(request), metadata=metadata)
+        if any("\x00" in text for pair in metadata.items() for text in pair):
+            jobs = jobs.none()  # stored metadata never holds NUL (PostgreSQL cannot compare it)
         return Response(paginate(request, jobs, job_object))
 
     @extend_schema(operation_id="fine_tuning_jobs_create", request=JobCreateSerializer,
@@ -138,6 +141,7 @@ class JobListView(APIView):
 
 
 class JobEstimateView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_jobs_estimate", request=JobCreateSerializer,
                    description="Posttrain extension: the same body as create; nothing is "
                    "written. Tokens, GPUs, GPU-hours, wall time and dollars on every enabled "
@@ -172,6 +176,7 @@ class JobCancelView(APIView):
 
 
 class JobPauseView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_jobs_pause", request=None,
                    responses={200: JobSerializer, **errors(404, 409)})
     @idempotent
@@ -181,6 +186,7 @@ class JobPauseView(APIView):
 
 
 class JobResumeView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_jobs_resume", request=JobResumeSerializer,
                    responses={200: JobSerializer, **errors(400, 404, 409)})
     @idempotent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -43,6 +44,7 @@ GraderValidateResponse = inline_serializer(name="GraderValidateResponse",
 
 
 class GraderRunView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_alpha_graders_run", request=GraderRunRequest,
                    responses={200: GraderRunResponse, **errors(400)})
     def post(self, request: Request) -> Response:
@@ -58,6 +60,7 @@ class GraderRunView(APIView):
 
 
 class GraderValidateView(APIView):
+    parser_classes = [JSONParser]
     @extend_schema(operation_id="fine_tuning_alpha_graders_validate",
                    request=GraderValidateRequest,
                    responses={200: GraderValidateResponse, **errors(400)})

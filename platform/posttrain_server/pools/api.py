@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from posttrain_server.api.schema import errors
 from posttrain_server.pools.render import pool_objects
 from posttrain_server.tenancy.auth import organization_of
 
@@ -33,7 +34,8 @@ class PoolListView(APIView):
     @extend_schema(operation_id="pools_list", description="Posttrain extension.",
                    responses={200: inline_serializer(name="PoolList", fields={
                        "object": serializers.CharField(),
-                       "data": serializers.ListField(child=PoolSerializer)})})
+                       "data": serializers.ListField(child=PoolSerializer)}),
+                       **errors()})
     def get(self, request: Request) -> Response:
         return Response({"object": "list",
                          "data": pool_objects(organization=organization_of(request))})
