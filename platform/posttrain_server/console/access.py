@@ -26,8 +26,16 @@ def organizations_of(user: Any) -> list[Organization]:
             .order_by("created_at", "id")]
 
 
+def request_organizations(request: HttpRequest) -> list[Organization]:
+    """The signed-in person's organizations, read once per request (the view and the page
+    header both need them)."""
+    if not hasattr(request, "_console_organizations"):
+        request._console_organizations = organizations_of(request.user)  # type: ignore[attr-defined]
+    return request._console_organizations  # type: ignore[attr-defined]
+
+
 def current_organization(request: HttpRequest) -> Organization | None:
-    organizations = organizations_of(request.user)
+    organizations = request_organizations(request)
     chosen = request.session.get(SESSION_ORG)
     for organization in organizations:
         if organization.id == chosen:

@@ -6,11 +6,11 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from posttrain_server.console.access import organizations_of
+from posttrain_server.console.access import request_organizations
 
 
 def organizations(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"console_organizations": organizations_of(user)}
+    return {"console_organizations": request_organizations(request)}
