@@ -223,8 +223,9 @@ def main() -> None:
             return
         say(f"still serving at {stack.url} (logs in var/logs). Open {stack.url}/ and sign in "
             f"as 'demo' / '{console_password}'. Ctrl-C stops every process.")
-        while all(process.poll() is None for process in stack.processes):
-            time.sleep(0.5)
+        while True:  # the stack restarts a process that exits; a crash loop raises
+            stack.check_alive()
+            time.sleep(1)
     except KeyboardInterrupt:
         pass
     finally:

@@ -52,6 +52,10 @@ def celery_settings() -> dict[str, Any]:
         "accept_content": ["json"],
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
+        # A broker restart must not cancel a running training task: its attempt row is the
+        # lease, so the job keeps training and reports through the reconnected broker.
+        # (Celery warns that its default will change; say it.)
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         "worker_prefetch_multiplier": 1,
         "worker_hijack_root_logger": False,
         "task_default_queue": "platform",

@@ -5,11 +5,18 @@ are gone. The database is the source of truth, so the reaper sends every attempt
 claimed again (``POSTTRAIN_DISPATCH_TIMEOUT_S``), and a running job either finishes or
 resumes from a checkpoint. The test runs its own stack on a private redis-server, so killing
 the broker never touches the one other tests share.
+
+A broker restart can also kill a Celery process outright (kombu raises AttributeError when the
+restart catches it acknowledging a message: "Unrecoverable error", seen in CI on the platform
+worker). Deployments restart such a process (Compose ``restart: unless-stopped``, a
+Kubernetes Deployment), and so does the embedded stack's supervisor; the second test kills the
+platform worker to show that nothing is lost while it is down.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -111,5 +118,27 @@ def test_a_broker_restart_loses_no_job(broker_stack, private_redis, toy_data):
         assert attempts[-1].resume_from_key == (earlier[0].storage_key if earlier else "")
     rows = UsageRecord.objects.filter(job_id__in=list(done))
     assert max(Counter((r.job_id, r.attempt, r.kind) for r in rows).values()) == 1
+    stack.check_alive()  # every process is up, none of them in a crash loop
     print(f"broker restart: {len(done)} jobs succeeded {took:.0f} s after the restart; "
-          f"the running job took {len(attempts)} attempt(s)")
+          f"the running job took {len(attempts)} attempt(s); processes restarted: "
+          f"{[(r.name, r.returncode) for r in stack.restarts] or 'none'}")
+
+
+def test_a_platform_worker_that_dies_is_started_again(broker_stack, toy_data):
+    stack, api = broker_stack
+    train = api.upload(toy_data["train"])
+    crashed = stack.named["platform-worker"]
+    os.killpg(crashed.pid, signal.SIGKILL)  # as an unrecoverable error would, beat included
+    job = api.create_job(model="posttrain-tiny", training_file=train["id"], eval_samples=0,
+                         seed=4, method={"type": "supervised", "supervised": {
+                             "hyperparameters": {"n_epochs": 1, "batch_size": 16}}})
+
+    # Only the platform worker applies the worker's events: without a restart the job
+    # would stay `running` with its `finished` event waiting in the broker.
+    done = api.wait_job(job["id"], timeout=240)
+    assert done["status"] == "succeeded", done["error"]
+    assert [(r.name, r.returncode) for r in stack.restarts] == [
+        ("platform-worker", -signal.SIGKILL)]
+    assert stack.named["platform-worker"].pid != crashed.pid
+    assert UsageRecord.objects.filter(job_id=job["id"], kind="device_seconds").count() == 1
+    stack.check_alive()
