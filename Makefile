@@ -28,7 +28,7 @@ serve: $(STAMP)
 	$(PY) scripts/devstack.py
 
 test: $(STAMP)
-	scripts/ensure-chromium.sh
+	scripts/ensure-test-packages.sh
 	POSTTRAIN_VAR_DIR=$(TEST_VAR) $(PY) -m pytest
 
 test-fast: $(STAMP)

@@ -34,7 +34,7 @@ def browser() -> Iterator[object]:
         pytest.skip("playwright is not installed (pip install -r requirements-dev.txt)")
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: `apt-get install chromium` could not run "
-                    "here (see scripts/ensure-chromium.sh)")
+                    "here (see scripts/ensure-test-packages.sh)")
     SHOTS.mkdir(parents=True, exist_ok=True)
     # Playwright's sync API keeps an asyncio loop on this thread; Django then refuses the
     # test's own (synchronous) database calls unless told the loop is not Django's.

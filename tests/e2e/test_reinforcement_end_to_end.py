@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -72,6 +73,8 @@ def test_a_reinforcement_job_with_string_check_trains_meters_rollouts_and_bills(
     assert 0 <= done["eval"]["before"] <= 1 and 0 <= done["eval"]["after"] <= 1
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed "
+                    "(scripts/ensure-test-packages.sh installs it where it can)")
 def test_a_python_grader_that_tries_to_escape_grades_honestly_in_the_sandbox(api, tmp_path):
     train = _upload(api, tmp_path, "rft-py.jsonl", reinforcement_rows(16, seed=1, split="train"))
     validation = _upload(api, tmp_path, "rft-py-valid.jsonl",
