@@ -34,7 +34,10 @@ def run_plain(out: Path) -> tuple[float, dict]:
     args = [sys.executable, str(ROOT / "benchmarks" / "plain_trl_sft.py"), "--out", str(out),
             "--full", "--seed", str(DEMO_JOB["seed"]), "--train-rows", str(DEMO_TRAIN_ROWS),
             "--eval-rows", str(DEMO_VALIDATION_ROWS), "--epochs", str(hyper["n_epochs"]),
-            "--batch-size", str(hyper["batch_size"]), "--lr", "2e-3",
+            "--batch-size", str(hyper["batch_size"]),
+            # posttrain-tiny's full fine-tuning rate (jobs/base_models.py) x the multiplier
+            "--lr", str(2e-3 * hyper["learning_rate_multiplier"]),
+            "--warmup", str(DEMO_JOB.get("warmup_ratio", 0.0)),
             "--scheduler", DEMO_JOB["lr_scheduler"],
             "--max-length", str(DEMO_JOB["max_seq_length"]), "--no-assistant-only-loss"]
     started = time.perf_counter()

@@ -34,7 +34,7 @@ from workers.toytask import addition_rows, write_jsonl  # noqa: E402
 # The demo recipe, measured on a 2-core CPU (README, "The demo job"): full fine-tuning of the
 # randomly initialised tiny model on two-digit addition. LoRA on random weights barely learns
 # (TRAINING_NOTES.md), and a model that has never seen digits learns much faster when the loss
-# also covers the prompt (83% vs 11% held-out with assistant-only loss, same budget).
+# also covers the prompt (83% vs 11% held-out with assistant-only loss, same budget, seed 1).
 DEMO_TRAIN_ROWS = 9000
 DEMO_VALIDATION_ROWS = 500
 DEMO_JOB: dict[str, Any] = {
@@ -44,10 +44,14 @@ DEMO_JOB: dict[str, Any] = {
     "training_type": "full",
     "assistant_only_loss": False,
     "lr_scheduler": "cosine",
+    # Half the base rate, 5% warmup, batch 16: learned on seeds 1-5 (70.6-99.4% held-out);
+    # the rate 2e-3 at batch 32 learned on seed 1 and stalled near 10% on seeds 2 and 3
+    # (README: the demo job).
+    "warmup_ratio": 0.05,
     "max_seq_length": 64,
     "eval_samples": DEMO_VALIDATION_ROWS,
     "method": {"type": "supervised", "supervised": {"hyperparameters": {
-        "n_epochs": 4, "batch_size": 32, "learning_rate_multiplier": 1.0}}},
+        "n_epochs": 4, "batch_size": 16, "learning_rate_multiplier": 0.5}}},
     "metadata": {"source": "make demo"},
 }
 
