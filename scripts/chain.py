@@ -84,9 +84,13 @@ def _pair(prompt: str, right: str, wrong: str) -> dict[str, Any]:
             "reference_answer": right}
 
 
-def dpo_files(model_dir: Path, data_dir: Path, validation_rows: int) -> tuple[Path, Path, int]:
+def dpo_files(model_dir: Path, data_dir: Path,
+              validation_rows: int) -> tuple[Path, Path, int, int]:
     """Training pairs from the model's own mistakes; validation pairs on the held-out problems
-    (the model's mistake when it makes one, else a plausible one), each with its answer."""
+    (the model's mistake when it makes one, else a plausible one), each with its answer.
+
+    Returns the two files, the mistakes found and the pairs kept (at most ``MAX_PAIRS``).
+    """
     rng = random.Random(7)
     train_prompts = [row["messages"][0]["content"]
                      for row in addition_rows(MISTAKE_PROMPTS, seed=3, split="train")]
@@ -96,7 +100,7 @@ def dpo_files(model_dir: Path, data_dir: Path, validation_rows: int) -> tuple[Pa
         a, b = (int(x) for x in prompt.rstrip("=").split("+"))
         if answer != str(a + b):
             pairs.append(_pair(prompt, str(a + b), answer or plausible_mistake(a, b, rng)))
-    pairs = pairs[:MAX_PAIRS]
+    mistakes, pairs = len(pairs), pairs[:MAX_PAIRS]
     held_out = [row["messages"][0]["content"]
                 for row in addition_rows(validation_rows, seed=0, split="validation")]
     held_answers = model_answers(model_dir, held_out)
@@ -106,7 +110,7 @@ def dpo_files(model_dir: Path, data_dir: Path, validation_rows: int) -> tuple[Pa
         wrong = answer if answer and answer != str(a + b) else plausible_mistake(a, b, rng)
         validation.append(_pair(prompt, str(a + b), wrong))
     return (write_jsonl(data_dir / "dpo-train.jsonl", pairs),
-            write_jsonl(data_dir / "dpo-validation.jsonl", validation), len(pairs))
+            write_jsonl(data_dir / "dpo-validation.jsonl", validation), mistakes, len(pairs))
 
 
 def rl_files(data_dir: Path, validation_rows: int) -> tuple[Path, Path]:

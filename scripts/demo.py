@@ -165,9 +165,11 @@ def run_stage(client: httpx.Client, stack: Stack, body: dict[str, Any], train_pa
 def run_chain(client: httpx.Client, stack: Stack, sft: dict[str, Any], data_dir: Path) -> None:
     say("chain, stage 2: DPO on the SFT model's own mistakes")
     model_dir = chain.download_model(client, sft["fine_tuned_model"], data_dir / "sft-model")
-    dpo_train, dpo_valid, pairs = chain.dpo_files(model_dir, data_dir, DEMO_VALIDATION_ROWS)
-    say(f"  the SFT model got {pairs} of {chain.MISTAKE_PROMPTS} training prompts wrong: "
-        "those are the preference pairs")
+    dpo_train, dpo_valid, mistakes, pairs = chain.dpo_files(model_dir, data_dir,
+                                                            DEMO_VALIDATION_ROWS)
+    say(f"  the SFT model got {mistakes:,} of {chain.MISTAKE_PROMPTS:,} training prompts wrong: "
+        + ("those are the preference pairs" if pairs == mistakes
+           else f"the first {pairs:,} are the preference pairs"))
     stages = [("1 SFT", sft)]
     dpo = run_stage(client, stack, chain.DPO_JOB, dpo_train, dpo_valid,
                     sft["fine_tuned_model"])
