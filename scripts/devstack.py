@@ -85,6 +85,8 @@ class Stack:
         process = subprocess.Popen(  # noqa: S603 - fixed argument lists
             args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT if out else None,
             start_new_session=True)
+        if out is not None:
+            out.close()  # the child holds its own copy; a restart must not leak one per spawn
         with self._lock:
             self.processes.append(process)
             self.named[name] = process
