@@ -4,6 +4,7 @@ and graders checked before any job exists, with ``param`` pointing at the bad fi
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -136,3 +137,30 @@ def test_the_worker_message_carries_the_method_settings(alice, processed_file):
     assert message.reinforcement.max_completion_length == 5
     assert message.eval_samples == 50  # auto: the job's eval_samples, as for other methods
     assert message.dpo is None
+
+
+def test_a_reinforcement_estimate_quotes_rollouts_exactly_in_part_and_bounds_the_rest(
+        alice, processed_file):
+    """Prompts are known before the run, generations are not: the quote prices the bound."""
+    file_id = processed_file(alice, content=rft_jsonl(12))
+    body = {"model": "posttrain-tiny", "training_file": file_id, "seed": 3,
+            "method": rl(STRING_CHECK, n_epochs=2, batch_size=2, generations_per_prompt=4,
+                         max_completion_length=5, eval_samples=2)}
+
+    estimate = alice.client.post("/v1/fine_tuning/jobs/estimate", body, format="json").json()
+    prompts = alice.client.post("/v1/fine_tuning/jobs/estimate", {
+        **body, "method": {"type": "reinforcement", "reinforcement": {
+            "grader": STRING_CHECK, "hyperparameters": {
+                "n_epochs": 2, "batch_size": 2, "generations_per_prompt": 2,
+                "max_completion_length": 5, "eval_samples": 2}}}}, format="json").json()
+
+    kept_samples = 11 * 2 * 4  # 12 rows - 1 held out (at most a tenth), 2 epochs, 4 samples
+    assert estimate["trained_tokens"] == kept_samples * 5  # every sample at 5 tokens
+    assert estimate["rollout_tokens_read"] == 2 * prompts["rollout_tokens_read"] > 0
+    assert estimate["rollout_tokens"] == estimate["rollout_tokens_read"] + kept_samples * 5
+    cpu = next(pool for pool in estimate["pools"] if pool["pool"] == "cpu")
+    assert cpu["rollout_tokens"] == estimate["rollout_tokens"]
+    assert cpu["cost"]["tokens_by_kind"]["rollout_tokens"] != "0.000000"
+    # The time model reads the rollouts, so four samples a prompt take longer than two.
+    assert Decimal(cpu["wall_seconds"]) > Decimal(next(
+        pool for pool in prompts["pools"] if pool["pool"] == "cpu")["wall_seconds"])

@@ -48,12 +48,22 @@ def test_a_reinforcement_job_with_string_check_trains_meters_rollouts_and_bills(
                          reinforcement_rows(16, seed=0, split="validation"))
     assert train["validation"]["format"] == "reinforcement"
 
-    job = api.create_job(model="posttrain-tiny", training_file=train["id"],
-                         validation_file=validation["id"], seed=5,
-                         method={"type": "reinforcement", "reinforcement": {
-                             "grader": EXACT, "hyperparameters": HYPER}})
+    body = {"model": "posttrain-tiny", "training_file": train["id"],
+            "validation_file": validation["id"], "seed": 5, "pool": "cpu",
+            "method": {"type": "reinforcement", "reinforcement": {
+                "grader": EXACT, "hyperparameters": HYPER}}}
+    estimate = api.http.post("/fine_tuning/jobs/estimate", json=body).json()
+    job = api.create_job(**body)
     done = api.wait_job(job["id"])
     assert done["status"] == "succeeded", done["error"]
+
+    # The bill lies inside the quote: prompts exactly, generations under their bound.
+    assert estimate["rollout_tokens_read"] + done["trained_tokens"] == (
+        done["usage"]["rollout_tokens"])
+    assert done["usage"]["rollout_tokens"] <= estimate["rollout_tokens"]
+    assert done["trained_tokens"] <= estimate["trained_tokens"]
+    assert Decimal(done["cost"]["tokens"]) <= Decimal(next(
+        pool for pool in estimate["pools"] if pool["pool"] == "cpu")["cost"]["tokens"])
 
     messages = [event["message"] for event in api.events(job["id"])]
     assert any(m.startswith("Training started: reinforcement") for m in messages)

@@ -93,3 +93,18 @@ def test_eval_throughput_is_measured_in_the_quotes_units(alice, make_job):
              quoted_eval_tokens=12_000)
 
     assert pool_calibrate(pool_name="cpu", size_class="tiny").eval_throughput == 4000
+
+
+def test_only_supervised_jobs_measure_the_training_throughput(alice, make_job):
+    # An RL job's trained tokens are what it generated: 1,000 tokens in 60 s would say
+    # ~18 tokens/s. It is not a sample of the rate the pool trains at.
+    finished(make_job(alice.organization), 50_000, "14")
+    finished(make_job(alice.organization), 150_000, "34")
+    rl = make_job(alice.organization)
+    FineTuningJob.objects.filter(id=rl.id).update(method={**rl.method, "type": "reinforcement"})
+    finished(rl, 1_000, "60")
+
+    result = pool_calibrate(pool_name="cpu", size_class="tiny")
+
+    assert result.jobs == 2
+    assert result.throughput == pytest.approx(5000, rel=1e-6)

@@ -74,7 +74,15 @@ EstimateSerializer = inline_serializer(name="FineTuningJobEstimate", fields={
     "seed": serializers.IntegerField(help_text="Pass it to create: the held-out slice, and "
                                      "so the trained tokens, depend on it"),
     "n_epochs": serializers.IntegerField(),
-    "trained_tokens": serializers.IntegerField(help_text="Exact, with the model's tokenizer"),
+    "trained_tokens": serializers.IntegerField(
+        help_text="Exact, with the model's tokenizer; reinforcement: at most this many, the "
+        "tokens the policy generates (every sample at max_completion_length)"),
+    "rollout_tokens": serializers.IntegerField(
+        help_text="Reinforcement: at most this many rollout tokens (each sample's prompt plus "
+        "what it generates); priced at this bound; 0 for other methods"),
+    "rollout_tokens_read": serializers.IntegerField(
+        help_text="Reinforcement, exact: the rollouts' prompt tokens (kept prompts x epochs x "
+        "samples per prompt); the bill's rollout tokens lie between this and rollout_tokens"),
     "eval_tokens": serializers.IntegerField(
         help_text="At most this many eval tokens (before, each checkpoint, after): what the "
         "evals read plus every greedy answer at its full budget; priced and timed"),
@@ -90,6 +98,7 @@ EstimateSerializer = inline_serializer(name="FineTuningJobEstimate", fields={
     "month_spend": serializers.CharField(allow_null=True),
     "pools": serializers.ListField(child=serializers.JSONField(), help_text="Per enabled pool: "
                                    "gpus, trained_tokens, eval_tokens, eval_tokens_read, "
+                                   "rollout_tokens, rollout_tokens_read, "
                                    "wall_seconds, gpu_hours, cost (tokens, compute, total, "
                                    "tokens_by_kind), workers_online, within_budget"),
 })

@@ -10,6 +10,10 @@ Eval tokens (``workers.trainer.eval_plan``): what the evals read (prompts, score
 is known before the run and returned exactly as ``eval_tokens_read``; what they generate
 depends on the model's answers, so ``eval_tokens`` (priced, and timed) bounds it by the
 answer budget. The bill's eval tokens lie between the two.
+
+Reinforcement jobs train on what they generate: ``trained_tokens`` bounds the generated
+tokens, ``rollout_tokens_read`` is the rollouts' exact prompt part and ``rollout_tokens`` their
+bound (``billing.quotes.RolloutTokensEstimate``); the bill lies inside both ranges.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from posttrain_server.billing.quotas import month_spend
-from posttrain_server.billing.quotes import pool_quote, pools_quote
+from posttrain_server.billing.quotes import RolloutTokensEstimate, pool_quote, pools_quote
 from posttrain_server.billing.selectors import (
     price_rates_current,
     price_rates_for,
@@ -36,7 +40,8 @@ def job_estimate(*, organization: Organization, data: dict[str, Any]) -> dict[st
     resolved = request["resolved"]
     quotes = pools_quote(method=request["method_type"], size_class=resolved.size_class,
                          tokens=request["trained_tokens"], rates=rates,
-                         evals=request["evals"], devices=data.get("devices"))
+                         evals=request["evals"], devices=data.get("devices"),
+                         rollouts=request["rollouts"])
     chosen = None
     if data.get("pool"):
         chosen = pool_choose(requested=data["pool"], quotes=quotes).quote.pool
@@ -53,13 +58,17 @@ def job_estimate(*, organization: Organization, data: dict[str, Any]) -> dict[st
         pools.append(entry)
     evals = (next((q.eval for q in quotes if q.pool == chosen), None)
              or request["evals"].estimate(data.get("devices") or 1))
+    rollouts: RolloutTokensEstimate | None = request["rollouts"]
     return {
         "object": "fine_tuning.job.estimate",
         "model": data["model"], "method": request["method_type"],
         "size_class": resolved.size_class, "seed": request["seed"],
         "n_epochs": request["hyper"]["n_epochs"],
-        "trained_tokens": request["trained_tokens"],
+        "trained_tokens": (rollouts.generated_max if rollouts is not None
+                           else request["trained_tokens"]),
         **evals.as_dict(),
+        "rollout_tokens": rollouts.maximum if rollouts is not None else 0,
+        "rollout_tokens_read": rollouts.prompt_tokens if rollouts is not None else 0,
         "price_version": rates.version,
         "pool": chosen,
         "monthly_budget": str(budget) if budget is not None else None,
@@ -73,8 +82,12 @@ def job_alternatives(*, job: FineTuningJob) -> list[dict[str, Any]]:
     price book version it was billed with (the estimate's model of time, not a measurement)."""
     rates = price_rates_for(version=job.price_version)
     tokens = int(job.trained_tokens or 0)
+    rollouts = (RolloutTokensEstimate(prompt_tokens=max(0, job.rollout_tokens - tokens),
+                                      generated_max=tokens)
+                if job.method_type == "reinforcement" else None)  # what it metered
     return [pool_quote(pool=pool, method=job.method_type, size_class=job.size_class,
-                       tokens=tokens, rates=rates, eval_tokens=job.eval_tokens).as_dict()
+                       tokens=tokens, rates=rates, eval_tokens=job.eval_tokens,
+                       rollouts=rollouts).as_dict()
             for pool in pool_list(enabled_only=True)
             if pool.name != job.pool and pool.name in rates.gpu_hour_rates]
 

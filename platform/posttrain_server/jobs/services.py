@@ -164,10 +164,17 @@ def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[st
         max_new_tokens=(hyper["max_completion_length"] if method_type == "reinforcement"
                         else eval_plan.EXACT_MATCH_MAX_NEW_TOKENS),
         checkpoint_every_steps=training.get("checkpoint_every_steps", 0))
+    rollouts = (token_counts.rollout_tokens(
+        file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
+        max_seq_length=training["max_seq_length"], eval_samples=eval_samples,
+        has_validation_file=validation_file is not None, seed=seed,
+        generations=hyper["generations_per_prompt"],
+        max_completion_length=hyper["max_completion_length"])
+        if method_type == "reinforcement" else None)
     return {"method_type": method["type"], "training_file": training_file,
             "validation_file": validation_file, "resolved": resolved, "hyper": hyper,
             "seed": seed, "training": training, "trained_tokens": tokens,
-            "evals": evals, "stored_method": stored_method}
+            "evals": evals, "rollouts": rollouts, "stored_method": stored_method}
 
 
 def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTuningJob:
@@ -183,7 +190,8 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
                          quotes=pools_quote(method=method_type, size_class=resolved.size_class,
                                             tokens=request["trained_tokens"], rates=rates,
                                             evals=request["evals"],
-                                            devices=data.get("devices")))
+                                            devices=data.get("devices"),
+                                            rollouts=request["rollouts"]))
     quote = choice.quote
     # Devices: what the job asked for ("devices"), else what the pool gives this model size.
     # Also the quote's eval-token bound: calibration times evals in the estimate's own units.
@@ -208,8 +216,10 @@ def job_create(*, organization: Organization, data: dict[str, Any]) -> FineTunin
         event_platform(job, f"Created fine-tuning job: {job.id}")
         event_platform(job, f"Job queued on pool '{quote.pool}' ({quote.accelerator}, "
                        f"{quote.gpus} GPU{'s' if quote.gpus != 1 else ''}): estimated "
-                       f"{quote.tokens:,} trained tokens, at most "
-                       f"{quote.eval.maximum if quote.eval else 0:,} eval tokens, "
+                       + (f"at most {quote.tokens:,} trained (generated) tokens and "
+                          f"{quote.rollouts.maximum:,} rollout tokens, " if quote.rollouts
+                          else f"{quote.tokens:,} trained tokens, at most ")
+                       + f"{quote.eval.maximum if quote.eval else 0:,} eval tokens, "
                        f"${quote.cost.total} "
                        f"(price book {rates.version})",
                        data={"estimate": quote.as_dict(), "requested_pool": choice.requested})

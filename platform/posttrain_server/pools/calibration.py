@@ -57,7 +57,10 @@ class _Sample:
 def _samples(pool: Pool, size_class: str, limit: int) -> list[_Sample]:
     from posttrain_server.jobs.models import FineTuningJob
 
+    # Supervised jobs only: their trained tokens are what the training loop processed. A DPO
+    # job reads two sequences per pair and an RL job mostly generates, at other rates.
     jobs = (FineTuningJob.objects.filter(pool=pool.name, size_class=size_class,
+                                         method__type="supervised",
                                          status="succeeded", trained_tokens__gt=0)
             .annotate(n_attempts=Count("attempts")).filter(n_attempts=1)
             .order_by("-finished_at")[:limit])

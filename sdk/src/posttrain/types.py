@@ -137,6 +137,8 @@ class PoolQuote(PosttrainModel):
     trained_tokens: int | None = None
     eval_tokens: int | None = None
     eval_tokens_read: int | None = None
+    rollout_tokens: int | None = None
+    rollout_tokens_read: int | None = None
     wall_seconds: Decimal | None = None
     gpu_hours: Decimal | None = None
     workers_online: int | None = None
@@ -146,7 +148,10 @@ class PoolQuote(PosttrainModel):
 
 class JobEstimate(PosttrainModel):
     """``jobs.estimate``: exact trained tokens, eval tokens (``eval_tokens_read`` exact, the
-    answers bounded: ``eval_tokens`` is an upper bound), and a quote on every enabled pool."""
+    answers bounded: ``eval_tokens`` is an upper bound), and a quote on every enabled pool.
+
+    Reinforcement: ``trained_tokens`` bounds the generated tokens; rollout tokens lie between
+    ``rollout_tokens_read`` (the prompts, exact) and ``rollout_tokens``."""
 
     object: str = "fine_tuning.job.estimate"
     model: str
@@ -158,6 +163,8 @@ class JobEstimate(PosttrainModel):
     eval_tokens: int | None = None
     eval_tokens_read: int | None = None
     eval_segments: list[str] = []
+    rollout_tokens: int | None = None
+    rollout_tokens_read: int | None = None
     price_version: str | None = None
     pool: str | None = None
     monthly_budget: Decimal | None = None
