@@ -115,9 +115,8 @@ class Stack:
                         continue
                     now = time.monotonic()
                     if process.pid not in due:
-                        recent = [r for r in self.restarts if r.name == name
-                                  and now - r.at < CRASH_LOOP_WINDOW_S]
-                        wait = RESTART_BACKOFF_S[min(len(recent), len(RESTART_BACKOFF_S) - 1)]
+                        recent = len(self._recent_restarts(name, now))
+                        wait = RESTART_BACKOFF_S[min(recent, len(RESTART_BACKOFF_S) - 1)]
                         due[process.pid] = now + wait
                         self._say(name, f"exited with code {process.returncode}; "
                                   f"starting it again in {wait:.0f} s")
@@ -125,6 +124,9 @@ class Stack:
                         continue
                     del due[process.pid]
                     self._restart(name, process)
+
+    def _recent_restarts(self, name: str, now: float) -> list[Restart]:
+        return [r for r in self.restarts if r.name == name and now - r.at < CRASH_LOOP_WINDOW_S]
 
     def _restart(self, name: str, process: subprocess.Popen) -> None:
         """Start ``name`` again; its orphans (a trainer child) go first, so no job has two."""
@@ -204,8 +206,7 @@ class Stack:
         now = time.monotonic()
         with self._lock:
             for name, process in self.named.items():
-                recent = [r for r in self.restarts
-                          if r.name == name and now - r.at < CRASH_LOOP_WINDOW_S]
+                recent = self._recent_restarts(name, now)
                 looping = len(recent) >= CRASH_LOOP_RESTARTS
                 if looping or (process.poll() is not None and self._watcher is None):
                     why = (f"restarted {len(recent)} times in {CRASH_LOOP_WINDOW_S:.0f} s"

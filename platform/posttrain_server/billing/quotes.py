@@ -39,6 +39,15 @@ class RolloutTokensEstimate:
     prompt_tokens: int
     generated_max: int
 
+    @classmethod
+    def for_prompts(cls, prompts: list[int], *, epochs: int, generations: int,
+                    max_completion_length: int) -> RolloutTokensEstimate:
+        """Each kept prompt (its templated tokens), once per epoch, sampled ``generations``
+        times, each sample at most ``max_completion_length`` tokens."""
+        samples = epochs * generations
+        return cls(prompt_tokens=samples * sum(prompts),
+                   generated_max=samples * len(prompts) * max_completion_length)
+
     @property
     def maximum(self) -> int:
         return self.prompt_tokens + self.generated_max
@@ -81,14 +90,12 @@ def pool_quote(*, pool: Pool, method: str, size_class: str, tokens: int, rates: 
     """One pool's quote. ``evals``: the job's eval workload (an estimate before the run);
     ``eval_tokens``: a finished job's metered eval tokens instead. ``devices``: the job's
     own device count, when it asked for one (it sets the checkpoint schedule). ``rollouts``:
-    a reinforcement job's rollouts; its trained tokens are then their generated part."""
+    a reinforcement job's rollouts (``tokens`` is then their generated part)."""
     gpus = pool.gpus_for(size_class)
     estimate = (evals.estimate(devices or gpus) if evals is not None
                 else EvalTokensEstimate(read=int(eval_tokens or 0),
                                         maximum=int(eval_tokens or 0), segments=[]))
     scored = estimate.maximum
-    if rollouts is not None:
-        tokens = rollouts.generated_max
     processed = rollouts.maximum if rollouts is not None else tokens
     training = Decimal(processed) / (Decimal(str(pool.throughput_for(size_class))) * gpus)
     evaluating = Decimal(scored) / Decimal(str(pool.eval_throughput_for(size_class)))

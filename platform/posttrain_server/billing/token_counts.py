@@ -18,7 +18,6 @@ from django.db import IntegrityError, transaction
 
 from posttrain_server.api.errors import ApiError
 from posttrain_server.billing.models import TokenCount
-from posttrain_server.billing.quotes import RolloutTokensEstimate
 from posttrain_server.files.models import File
 from workers import env
 from workers.contract import ModelRef
@@ -158,37 +157,14 @@ def row_lengths(*, file: File, ref: ModelRef, purpose: str = "train") -> list[An
     return lengths
 
 
-def _kept_lengths(*, file: File, ref: ModelRef, max_seq_length: int, eval_samples: int,
-                  has_validation_file: bool, seed: int) -> list[int]:
-    """Tokens of each row the trainer keeps (not held out for eval), truncated."""
+def kept_lengths(*, file: File, ref: ModelRef, max_seq_length: int, eval_samples: int,
+                 has_validation_file: bool, seed: int) -> list[int]:
+    """Tokens of each row the trainer keeps (not held out for eval), truncated: one epoch of
+    what it trains on (and bills). Reinforcement: the templated prompts."""
     lengths = row_lengths(file=file, ref=ref)
     validation = [0] if has_validation_file else []  # only its presence matters for the split
     kept, _ = split_eval(list(range(len(lengths))), validation, eval_samples, seed)
     return [min(lengths[i], max_seq_length) for i in kept]
-
-
-def trained_tokens(*, file: File, ref: ModelRef, n_epochs: int, max_seq_length: int,
-                   eval_samples: int, has_validation_file: bool, seed: int) -> int:
-    """The tokens the trainer will train on (and bill): rows it keeps, truncated, x epochs.
-
-    Reinforcement: the templated prompts (what ``rollout_tokens`` builds on)."""
-    return n_epochs * sum(_kept_lengths(file=file, ref=ref, max_seq_length=max_seq_length,
-                                        eval_samples=eval_samples,
-                                        has_validation_file=has_validation_file, seed=seed))
-
-
-def rollout_tokens(*, file: File, ref: ModelRef, n_epochs: int, max_seq_length: int,
-                   eval_samples: int, has_validation_file: bool, seed: int,
-                   generations: int, max_completion_length: int) -> RolloutTokensEstimate:
-    """A reinforcement job's rollouts: each kept prompt, once per epoch, sampled
-    ``generations`` times; each sample counts its prompt (exact) and at most
-    ``max_completion_length`` generated tokens (the bound)."""
-    prompts = _kept_lengths(file=file, ref=ref, max_seq_length=max_seq_length,
-                            eval_samples=eval_samples, has_validation_file=has_validation_file,
-                            seed=seed)
-    return RolloutTokensEstimate(
-        prompt_tokens=n_epochs * generations * sum(prompts),
-        generated_max=n_epochs * generations * len(prompts) * max_completion_length)
 
 
 def eval_workload(*, method: str, file: File, validation_file: File | None, ref: ModelRef,

@@ -64,8 +64,7 @@ def job_estimate(*, organization: Organization, data: dict[str, Any]) -> dict[st
         "model": data["model"], "method": request["method_type"],
         "size_class": resolved.size_class, "seed": request["seed"],
         "n_epochs": request["hyper"]["n_epochs"],
-        "trained_tokens": (rollouts.generated_max if rollouts is not None
-                           else request["trained_tokens"]),
+        "trained_tokens": request["trained_tokens"],
         **evals.as_dict(),
         "rollout_tokens": rollouts.maximum if rollouts is not None else 0,
         "rollout_tokens_read": rollouts.prompt_tokens if rollouts is not None else 0,

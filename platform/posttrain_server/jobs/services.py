@@ -24,7 +24,7 @@ from posttrain_server.api.errors import ApiError, ConflictError
 from posttrain_server.billing import prices, token_counts
 from posttrain_server.billing.models import UsageKind
 from posttrain_server.billing.quotas import quota_check
-from posttrain_server.billing.quotes import pools_quote
+from posttrain_server.billing.quotes import RolloutTokensEstimate, pools_quote
 from posttrain_server.billing.selectors import price_rates_current, price_rates_for
 from posttrain_server.billing.services import usage_record, usage_totals
 from posttrain_server.files.models import File, FileStatus
@@ -153,10 +153,16 @@ def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[st
     # The rows held out for eval, as the worker will be told (``dispatch.train_message``).
     eval_samples = (training["eval_samples"] if hyper.get("eval_samples") is None
                     else hyper["eval_samples"])
-    tokens = token_counts.trained_tokens(
-        file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
-        max_seq_length=training["max_seq_length"], eval_samples=eval_samples,
-        has_validation_file=validation_file is not None, seed=seed)
+    kept = token_counts.kept_lengths(
+        file=training_file, ref=resolved.ref, max_seq_length=training["max_seq_length"],
+        eval_samples=eval_samples, has_validation_file=validation_file is not None, seed=seed)
+    # What the bill will count as trained tokens: exact, except that a reinforcement job
+    # trains on what it generates, bounded by its rollouts (quoted at the bound).
+    rollouts = (RolloutTokensEstimate.for_prompts(
+        kept, epochs=hyper["n_epochs"], generations=hyper["generations_per_prompt"],
+        max_completion_length=hyper["max_completion_length"])
+        if method_type == "reinforcement" else None)
+    tokens = rollouts.generated_max if rollouts else hyper["n_epochs"] * sum(kept)
     evals = token_counts.eval_workload(
         method=method_type, file=training_file, validation_file=validation_file,
         ref=resolved.ref, eval_samples=eval_samples, seed=seed,
@@ -164,13 +170,6 @@ def _job_request(*, organization: Organization, data: dict[str, Any]) -> dict[st
         max_new_tokens=(hyper["max_completion_length"] if method_type == "reinforcement"
                         else eval_plan.EXACT_MATCH_MAX_NEW_TOKENS),
         checkpoint_every_steps=training.get("checkpoint_every_steps", 0))
-    rollouts = (token_counts.rollout_tokens(
-        file=training_file, ref=resolved.ref, n_epochs=hyper["n_epochs"],
-        max_seq_length=training["max_seq_length"], eval_samples=eval_samples,
-        has_validation_file=validation_file is not None, seed=seed,
-        generations=hyper["generations_per_prompt"],
-        max_completion_length=hyper["max_completion_length"])
-        if method_type == "reinforcement" else None)
     return {"method_type": method["type"], "training_file": training_file,
             "validation_file": validation_file, "resolved": resolved, "hyper": hyper,
             "seed": seed, "training": training, "trained_tokens": tokens,
